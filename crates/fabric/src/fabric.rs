@@ -1,0 +1,638 @@
+//! The fabric's event handlers and its interface to hosts.
+//!
+//! # Events
+//! The fabric schedules three kinds of [`FabricEvent`] into the caller's queue:
+//! * `TxDone(port)`: the port's transmitter is free; start the next eligible frame.
+//!   Scheduled only when a frame is waiting (or always for host NIC ports, whose
+//!   host must be told).
+//! * `Arrive(port)`: the first frame in the port's wire FIFO reaches the far end.
+//!   One such event is pending per busy link, however many frames are in flight.
+//! * `Pfc(port, class, pause)`: a PAUSE or RESUME frame reaches the upstream port.
+//!
+//! # Hosts
+//! A host's transport layer learns through [`FabricOutput`] that a packet arrived
+//! (`Deliver`) or that a NIC port can take a packet (`NicReady`), and sends with
+//! [`Fabric::nic_send`]. NIC ports are pulled, not pushed: a NIC transmits only when
+//! the port is free, so pacing and arbitration stay in the transport layer.
+//!
+//! # Buffer admission at a switch
+//! Data with PFC is admitted while the shared buffer has room (PFC keeps it from
+//! filling). Lossy data must also fit the port's dynamic threshold `alpha * free`.
+//! With trimming on, data that would be refused, or that finds the data queue above
+//! the trim threshold, loses its payload and continues as a header in the control
+//! class. Control frames only need buffer room.
+
+use crate::config::{pfc_headroom, FabricConfig, Routing};
+use crate::pool::Pool;
+use crate::port::{Port, PortId, PortKind};
+use crate::routing::Routes;
+use crate::topology::{usid, usid_role, LinkParams, Node, NodeId, NodeKind, TopologyError, TopologySpec};
+use fabricsim_engine::{EventQueue, Rng, Time};
+use fabricsim_wire::{Ecn, NetHdr, Packet, TrafficClass};
+
+
+/// The SRv6 locator block of every fabric (`fcbb:bb00::/32`).
+pub const SRV6_LOCATOR: u32 = 0xfcbb_bb00;
+const LOCATOR_MASK: u128 = (u32::MAX as u128) << 96;
+
+/// An event the fabric scheduled for itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FabricEvent {
+    /// The port finished serializing a frame.
+    TxDone(PortId),
+    /// The head of the port's wire FIFO arrives at the peer.
+    Arrive(PortId),
+    /// A PFC frame for `class` arrives at egress `port`: pause (`true`) or resume.
+    Pfc(PortId, u8, bool),
+}
+
+/// What the fabric reports to the host layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FabricOutput {
+    /// Packet in pool slot `slot` arrived at `host` on NIC port `nic`. The receiver
+    /// must [`Fabric::release`] the slot once done with it.
+    Deliver {
+        /// Receiving host.
+        host: u32,
+        /// NIC port it arrived on.
+        nic: u8,
+        /// Pool slot of the packet.
+        slot: u32,
+    },
+    /// NIC port `nic` of `host` can transmit.
+    NicReady {
+        /// Host.
+        host: u32,
+        /// NIC port.
+        nic: u8,
+    },
+}
+
+/// Fabric-wide counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Frames put on a link, every kind (data, control, PFC) counted once per link.
+    pub packet_hops: u64,
+    /// Frames dropped for lack of buffer.
+    pub buffer_drops: u64,
+    /// Frames lost on a link (random loss or link down).
+    pub link_losses: u64,
+    /// Frames dropped because the switch had no route (or was down, or SRv6 missed).
+    pub route_drops: u64,
+    /// Frames marked CE.
+    pub ecn_marks: u64,
+    /// PAUSE frames sent.
+    pub pfc_pauses: u64,
+    /// Frames trimmed.
+    pub trims: u64,
+    /// Frames delivered to hosts.
+    pub delivered: u64,
+}
+
+impl Totals {
+    /// All frames that never reached their destination.
+    pub fn drops(&self) -> u64 {
+        self.buffer_drops + self.link_losses + self.route_drops
+    }
+}
+
+/// A built fabric: nodes, ports, packets in flight, forwarding state.
+pub struct Fabric {
+    /// Switch behaviour.
+    pub cfg: FabricConfig,
+    /// Hosts (first) and switches.
+    pub nodes: Vec<Node>,
+    /// Every egress port.
+    pub ports: Vec<Port>,
+    /// Packets in flight.
+    pub pool: Pool,
+    /// Counters.
+    pub totals: Totals,
+    routes: Routes,
+    /// Per switch: `(uSID, egress port)` sorted by uSID, the static SRv6 table.
+    srv6: Vec<Vec<(u16, PortId)>>,
+    /// Per switch: bytes of buffer not reserved as PFC headroom.
+    shared: Vec<u64>,
+    hosts: u32,
+    nics: u32,
+    host_ports: Vec<PortId>,
+    spec: TopologySpec,
+    links: LinkParams,
+}
+
+const DATA: usize = TrafficClass::Data as usize;
+
+impl Fabric {
+    /// Builds the fabric described by `spec` with `links` and switch behaviour `cfg`.
+    /// `max_frame` is the largest frame any transport will send (for PFC headroom).
+    pub fn new(spec: &TopologySpec, links: &LinkParams, cfg: FabricConfig, max_frame: u64) -> Result<Fabric, TopologyError> {
+        let plan = spec.plan(links)?;
+        let mut nodes = plan.nodes;
+        let mut ports: Vec<Port> = Vec::with_capacity(plan.cables.len() * 2);
+        for &(a, ka, b, kb, rate) in &plan.cables {
+            let (pa, pb) = (ports.len() as PortId, ports.len() as PortId + 1);
+            for (node, kind, id) in [(a, ka, pa), (b, kb, pb)] {
+                let index = nodes[node as usize].port_ids.len() as u16;
+                let rng = Rng::stream(cfg.seed, &[0x9047, id as u64]);
+                let mut port = Port::new(node, index, kind, rate, links.delay, rng);
+                port.ecn = match (&cfg.ecn, kind) {
+                    (None, _) | (_, PortKind::Nic) => false,
+                    (Some(e), PortKind::Down) => e.last_hop,
+                    (Some(_), _) => true,
+                };
+                ports.push(port);
+                nodes[node as usize].port_ids.push(id);
+            }
+            ports[pa as usize].peer = pb;
+            ports[pb as usize].peer = pa;
+        }
+        let hosts = nodes.iter().filter(|n| n.kind == NodeKind::Host).count() as u32;
+        let host_ports = nodes[..hosts as usize].iter().flat_map(|n| n.port_ids.iter().copied()).collect();
+        let shared = nodes
+            .iter()
+            .map(|n| {
+                let headroom: u64 = match cfg.pfc {
+                    Some(_) if n.kind == NodeKind::Switch => n
+                        .ports()
+                        .map(|p| pfc_headroom(ports[p as usize].rate.bps(), ports[p as usize].delay, max_frame))
+                        .sum(),
+                    _ => 0,
+                };
+                cfg.buffer.saturating_sub(headroom)
+            })
+            .collect();
+        let routes = Routes::compute(&nodes, &ports, plan.nics as usize, cfg.seed);
+        let srv6 = srv6_tables(&nodes, &ports);
+        Ok(Fabric {
+            cfg,
+            nodes,
+            ports,
+            pool: Pool::default(),
+            totals: Totals::default(),
+            routes,
+            srv6,
+            shared,
+            hosts,
+            nics: plan.nics,
+            host_ports,
+            spec: spec.clone(),
+            links: *links,
+        })
+    }
+
+    /// Number of hosts.
+    pub fn hosts(&self) -> u32 {
+        self.hosts
+    }
+
+    /// NIC ports per host.
+    pub fn nics(&self) -> u32 {
+        self.nics
+    }
+
+    /// The topology this fabric was built from.
+    pub fn spec(&self) -> &TopologySpec {
+        &self.spec
+    }
+
+    /// Link parameters this fabric was built with.
+    pub fn links(&self) -> &LinkParams {
+        &self.links
+    }
+
+    /// The egress port of NIC port `nic` of `host`.
+    #[inline]
+    pub fn nic_port(&self, host: u32, nic: u8) -> PortId {
+        self.host_ports[(host * self.nics + nic as u32) as usize]
+    }
+
+    /// The leaf switch NIC port `nic` of `host` hangs from.
+    pub fn leaf_of(&self, host: u32, nic: u8) -> NodeId {
+        self.ports[self.ports[self.nic_port(host, nic) as usize].peer as usize].node
+    }
+
+    /// Name of a port, such as `leaf[2].up[1]` or `host[5].nic[0]`: ports are
+    /// numbered within their node per label, `up` toward higher tiers, `down` toward
+    /// hosts or lower tiers, `nic` on hosts.
+    pub fn port_name(&self, p: PortId) -> String {
+        let port = &self.ports[p as usize];
+        let node = &self.nodes[port.node as usize];
+        let label = port.kind.label();
+        let n = node.ports().take_while(|&q| q != p).filter(|&q| self.ports[q as usize].kind.label() == label).count();
+        format!("{}.{}[{}]", node.name, label, n)
+    }
+
+    /// Whether NIC port `nic` of `host` can start a frame of `class` at `now`.
+    #[inline]
+    pub fn nic_can_send(&self, host: u32, nic: u8, class: TrafficClass, now: Time) -> bool {
+        let port = &self.ports[self.nic_port(host, nic) as usize];
+        !port.busy(now) && !port.paused[class as usize]
+    }
+
+    /// Whether the link of NIC port `nic` of `host` is up.
+    pub fn nic_up(&self, host: u32, nic: u8) -> bool {
+        let p = &self.ports[self.nic_port(host, nic) as usize];
+        p.up && self.ports[p.peer as usize].up
+    }
+
+    /// Starts transmitting `pkt` from NIC port `nic` of `host`. The port must be free
+    /// ([`nic_can_send`](Self::nic_can_send)); a `NicReady` output follows when the
+    /// frame has left. In an SRv6 fabric the destination address is derived here from
+    /// the packet's entropy value, as the NIC does in MRC.
+    pub fn nic_send<E: From<FabricEvent> + Copy>(&mut self, now: Time, host: u32, nic: u8, mut pkt: Packet, q: &mut EventQueue<E>) {
+        let p = self.nic_port(host, nic);
+        debug_assert!(!self.ports[p as usize].busy(now), "NIC port sent on while busy");
+        pkt.net.src_port = nic;
+        if self.cfg.routing == Routing::Srv6 && pkt.net.srv6 == 0 {
+            pkt.net.srv6 = self.srv6_address(host, pkt.net.dst, nic, pkt.net.entropy()).unwrap_or(0);
+        }
+        let slot = self.pool.alloc(pkt);
+        self.transmit(p, slot, now, q);
+        let port = &mut self.ports[p as usize];
+        port.txdone_pending = true;
+        q.push(port.busy_until, E::from(FabricEvent::TxDone(p)));
+    }
+
+    /// The packet in pool slot `slot`.
+    #[inline]
+    pub fn packet(&self, slot: u32) -> &Packet {
+        &self.pool.get(slot).pkt
+    }
+
+    /// Frees a delivered packet's slot.
+    #[inline]
+    pub fn release(&mut self, slot: u32) {
+        self.pool.free(slot);
+    }
+
+    /// Handles one fabric event.
+    #[inline]
+    pub fn handle<E: From<FabricEvent> + Copy>(&mut self, now: Time, ev: FabricEvent, q: &mut EventQueue<E>) -> Option<FabricOutput> {
+        match ev {
+            FabricEvent::TxDone(p) => {
+                let port = &mut self.ports[p as usize];
+                port.txdone_pending = false;
+                if port.kind == PortKind::Nic {
+                    let nic = port.index as u8;
+                    return Some(FabricOutput::NicReady { host: port.node, nic });
+                }
+                self.start_tx(p, now, q);
+                None
+            }
+            FabricEvent::Arrive(p) => self.arrive(p, now, q),
+            FabricEvent::Pfc(p, class, pause) => {
+                let port = &mut self.ports[p as usize];
+                let c = class as usize;
+                if port.paused[c] == pause {
+                    return None;
+                }
+                port.paused[c] = pause;
+                if pause {
+                    port.paused_since = now;
+                    return None;
+                }
+                port.stats.paused_ps += now.since(port.paused_since).ps();
+                if port.kind == PortKind::Nic {
+                    if !port.busy(now) && !port.txdone_pending {
+                        return Some(FabricOutput::NicReady { host: port.node, nic: port.index as u8 });
+                    }
+                    return None;
+                }
+                self.kick(p, now, q);
+                None
+            }
+        }
+    }
+
+    /// Starts the port if it is idle, or makes sure a `TxDone` is pending.
+    #[inline]
+    fn kick<E: From<FabricEvent> + Copy>(&mut self, p: PortId, now: Time, q: &mut EventQueue<E>) {
+        let port = &mut self.ports[p as usize];
+        if port.txdone_pending {
+            return;
+        }
+        if port.busy(now) {
+            port.txdone_pending = true;
+            q.push(port.busy_until, E::from(FabricEvent::TxDone(p)));
+        } else {
+            self.start_tx(p, now, q);
+        }
+    }
+
+    /// Dequeues the next eligible frame of switch port `p` and puts it on the wire.
+    fn start_tx<E: From<FabricEvent> + Copy>(&mut self, p: PortId, now: Time, q: &mut EventQueue<E>) {
+        let Some(c) = self.ports[p as usize].eligible_class() else { return };
+        let port = &mut self.ports[p as usize];
+        let slot = port.queues[c].pop(&self.pool).expect("eligible class has a frame");
+        let wire = self.pool.get(slot).pkt.wire_bytes() as u64;
+        port.queued[c] -= wire;
+        let node = port.node;
+        // ECN is marked at dequeue on the queue left behind, as in the HPCC ns-3
+        // model: the mark then reflects the congestion this frame leaves, not the one
+        // it met on arrival.
+        if c == DATA && port.ecn {
+            if let Some(ecn) = &self.cfg.ecn {
+                let pkt = &mut self.pool.get_mut(slot).pkt;
+                if pkt.net.ecn != Ecn::NotEct && port.rng.chance(ecn.probability(port.queued[DATA])) {
+                    pkt.net.ecn = Ecn::Ce;
+                    port.stats.ecn_marks += 1;
+                    self.totals.ecn_marks += 1;
+                }
+            }
+        }
+        self.release_buffer(node, slot, c, wire, now, q);
+        self.transmit(p, slot, now, q);
+        let port = &mut self.ports[p as usize];
+        if port.eligible_class().is_some() {
+            port.txdone_pending = true;
+            q.push(port.busy_until, E::from(FabricEvent::TxDone(p)));
+        }
+    }
+
+    /// Returns a departing frame's bytes to its switch's buffer and, if its ingress
+    /// port drained below XON, resumes the upstream sender.
+    #[inline]
+    fn release_buffer<E: From<FabricEvent> + Copy>(&mut self, node: NodeId, slot: u32, c: usize, wire: u64, now: Time, q: &mut EventQueue<E>) {
+        self.nodes[node as usize].used -= wire;
+        let in_port = self.pool.get(slot).in_port;
+        let ingress = &mut self.ports[in_port as usize];
+        ingress.ingress[c] -= wire;
+        if let Some(pfc) = self.cfg.pfc {
+            if ingress.pause_sent[c] {
+                let xoff = self.xoff(node);
+                let ingress = &mut self.ports[in_port as usize];
+                if ingress.ingress[c] + pfc.xon_delta <= xoff || ingress.ingress[c] == 0 {
+                    ingress.pause_sent[c] = false;
+                    self.send_pfc(in_port, c, false, now, q);
+                }
+            }
+        }
+    }
+
+    /// The current XOFF threshold of switch `node`.
+    #[inline]
+    fn xoff(&self, node: NodeId) -> u64 {
+        let pfc = self.cfg.pfc.expect("xoff without PFC");
+        let free = self.shared[node as usize].saturating_sub(self.nodes[node as usize].used);
+        ((free as f64 * pfc.alpha) as u64).max(pfc.min_xoff)
+    }
+
+    /// Sends a PAUSE/RESUME for `class` upstream through ingress port `in_port`.
+    fn send_pfc<E: From<FabricEvent> + Copy>(&mut self, in_port: PortId, class: usize, pause: bool, now: Time, q: &mut EventQueue<E>) {
+        let port = &mut self.ports[in_port as usize];
+        if pause {
+            port.stats.pauses_sent += 1;
+            self.totals.pfc_pauses += 1;
+        }
+        self.totals.packet_hops += 1;
+        // PFC frames preempt the data queue and are 64 bytes: their own
+        // serialization is negligible next to the link delay.
+        let at = now + port.delay + port.extra_delay;
+        q.push(at, E::from(FabricEvent::Pfc(port.peer, class as u8, pause)));
+    }
+
+    /// Puts the frame in `slot` on port `p`'s link (the transmitter must be free).
+    #[inline]
+    fn transmit<E: From<FabricEvent> + Copy>(&mut self, p: PortId, slot: u32, now: Time, q: &mut EventQueue<E>) {
+        let peer_up = self.ports[self.ports[p as usize].peer as usize].up;
+        let port = &mut self.ports[p as usize];
+        let wire = self.pool.get(slot).pkt.wire_bytes() as u64;
+        let ser = port.rate.tx_time(wire);
+        port.busy_until = now + ser;
+        port.stats.tx_pkts += 1;
+        port.stats.tx_bytes += wire;
+        self.totals.packet_hops += 1;
+        if !port.up || !peer_up || (port.loss > 0.0 && port.rng.chance(port.loss)) {
+            port.stats.drops += 1;
+            self.totals.link_losses += 1;
+            self.pool.free(slot);
+            return;
+        }
+        let mut arrive = port.busy_until + port.delay + port.extra_delay;
+        // A frame never overtakes the one before it on the same wire, even if the
+        // link's delay was just lowered.
+        if let Some(tail_arrive) = port.wire_tail_arrival(&self.pool) {
+            arrive = arrive.max(tail_arrive);
+        }
+        self.pool.get_mut(slot).arrive = arrive;
+        port.wire.push(&mut self.pool, slot);
+        if !port.arrive_pending {
+            port.arrive_pending = true;
+            q.push(arrive, E::from(FabricEvent::Arrive(p)));
+        }
+    }
+
+    /// The frame at the head of port `p`'s wire has arrived at the peer.
+    #[inline]
+    fn arrive<E: From<FabricEvent> + Copy>(&mut self, p: PortId, now: Time, q: &mut EventQueue<E>) -> Option<FabricOutput> {
+        let port = &mut self.ports[p as usize];
+        let slot = port.wire.pop(&self.pool).expect("arrival on an empty wire");
+        port.arrive_pending = false;
+        if let Some(next) = port.wire.front() {
+            port.arrive_pending = true;
+            q.push(self.pool.get(next).arrive, E::from(FabricEvent::Arrive(p)));
+        }
+        let in_port = port.peer;
+        let node = self.ports[in_port as usize].node;
+        if self.nodes[node as usize].kind == NodeKind::Host {
+            self.totals.delivered += 1;
+            let nic = self.ports[in_port as usize].index as u8;
+            return Some(FabricOutput::Deliver { host: node, nic, slot });
+        }
+        self.forward(node, in_port, slot, now, q);
+        None
+    }
+
+    /// A frame entered switch `node` through `in_port`: route, admit, enqueue.
+    #[inline]
+    fn forward<E: From<FabricEvent> + Copy>(&mut self, node: NodeId, in_port: PortId, slot: u32, now: Time, q: &mut EventQueue<E>) {
+        let Some(e) = self.route(node, slot) else {
+            self.totals.route_drops += 1;
+            self.ports[in_port as usize].stats.drops += 1;
+            self.pool.free(slot);
+            return;
+        };
+        let used = self.nodes[node as usize].used;
+        let buffer = self.cfg.buffer;
+        let pkt = &mut self.pool.get_mut(slot).pkt;
+        let mut class = pkt.net.class as usize;
+        let mut wire = pkt.wire_bytes() as u64;
+        let port = &mut self.ports[e as usize];
+        if class == DATA {
+            let fits = used + wire <= buffer;
+            let admit = if self.cfg.pfc.is_some() {
+                fits
+            } else {
+                let free = buffer.saturating_sub(used);
+                fits && port.queued[DATA] + wire <= (free as f64 * self.cfg.drop_alpha) as u64
+            };
+            let trim = match self.cfg.trim {
+                Some(t) => pkt.payload > 0 && (!admit || port.queued[DATA] >= t.threshold),
+                None => false,
+            };
+            if trim {
+                pkt.trim();
+                class = pkt.net.class as usize;
+                wire = pkt.wire_bytes() as u64;
+                port.stats.trims += 1;
+                self.totals.trims += 1;
+            } else if !admit {
+                self.drop_at(e, slot);
+                return;
+            }
+        }
+        if class != DATA && used + wire > buffer {
+            self.drop_at(e, slot);
+            return;
+        }
+        let port = &mut self.ports[e as usize];
+        port.queues[class].push(&mut self.pool, slot);
+        port.queued[class] += wire;
+        if class == DATA && port.queued[DATA] > port.stats.queue_max {
+            port.stats.queue_max = port.queued[DATA];
+        }
+        self.nodes[node as usize].used += wire;
+        self.pool.get_mut(slot).in_port = in_port;
+        self.ports[in_port as usize].ingress[class] += wire;
+        if class == DATA && self.cfg.pfc.is_some() {
+            let ingress = &self.ports[in_port as usize];
+            if !ingress.pause_sent[DATA] && ingress.ingress[DATA] > self.xoff(node) {
+                self.ports[in_port as usize].pause_sent[DATA] = true;
+                self.send_pfc(in_port, DATA, true, now, q);
+            }
+        }
+        self.kick(e, now, q);
+    }
+
+    #[inline]
+    fn drop_at(&mut self, e: PortId, slot: u32) {
+        self.ports[e as usize].stats.drops += 1;
+        self.totals.buffer_drops += 1;
+        self.pool.free(slot);
+    }
+
+    /// The egress port of switch `node` for the packet in `slot` (SRv6 rewrites the
+    /// destination address on the way).
+    #[inline]
+    fn route(&mut self, node: NodeId, slot: u32) -> Option<PortId> {
+        let n = &self.nodes[node as usize];
+        if !n.up {
+            return None;
+        }
+        let pkt = &mut self.pool.get_mut(slot).pkt;
+        if pkt.net.srv6 != 0 {
+            return srv6_forward(n.usid, &self.srv6[node as usize], &mut pkt.net);
+        }
+        self.routes.egress(node, n.plane, &pkt.net)
+    }
+
+    /// The SRv6 destination address for a packet from `src` to `dst` leaving on NIC
+    /// port (plane) `nic` with entropy value `ev`: the uSIDs of the switches on the
+    /// path the EV selects, then the destination's downlink.
+    ///
+    /// The path is chosen algorithmically (MRC section 2.3): walking up from the
+    /// source leaf, at each switch with several equal-cost next hops the EV's next
+    /// mixed-radix digit picks one (for a multi-plane Clos this is "the T0 uplink
+    /// number copied into the T1 uSID"). `None` if `dst` is unreachable in that plane.
+    pub fn srv6_address(&self, src: u32, dst: u32, nic: u8, ev: u32) -> Option<u128> {
+        let dst_leaf = self.leaf_of(dst, nic);
+        let mut cur = self.leaf_of(src, nic);
+        let plane = self.nodes[cur as usize].plane;
+        let mut usids = [0u16; 6];
+        usids[0] = self.nodes[cur as usize].usid;
+        let mut n = 1;
+        let mut digits = ev;
+        while cur != dst_leaf {
+            let hops = self.routes.next_hops(cur, plane, dst);
+            if hops.is_empty() || n >= 5 {
+                return None;
+            }
+            let pick = hops[(digits % hops.len() as u32) as usize];
+            digits /= hops.len() as u32;
+            cur = self.ports[self.ports[pick as usize].peer as usize].node;
+            usids[n] = self.nodes[cur as usize].usid;
+            n += 1;
+        }
+        let down = self.nic_port_peer(dst, nic);
+        usids[n] = usid(usid_role::HOST, plane, self.down_index(down));
+        let mut addr = (SRV6_LOCATOR as u128) << 96;
+        for (i, &u) in usids.iter().enumerate() {
+            addr |= (u as u128) << (80 - 16 * i);
+        }
+        Some(addr)
+    }
+
+    fn nic_port_peer(&self, host: u32, nic: u8) -> PortId {
+        self.ports[self.nic_port(host, nic) as usize].peer
+    }
+
+    /// Index of a leaf's downlink among the leaf's host-facing ports.
+    fn down_index(&self, down: PortId) -> u32 {
+        let port = &self.ports[down as usize];
+        self.nodes[port.node as usize]
+            .ports()
+            .take_while(|&q| q != down)
+            .filter(|&q| self.ports[q as usize].kind == PortKind::Down)
+            .count() as u32
+    }
+
+    /// The equal-cost next hops at switch `node` toward host `dst` in `plane`.
+    pub fn next_hops(&self, node: NodeId, plane: u8, dst: u32) -> &[PortId] {
+        self.routes.next_hops(node, plane, dst)
+    }
+
+    /// Recomputes the ECMP tables from the current link states, as a converged
+    /// routing protocol would.
+    pub fn reroute(&mut self) {
+        self.routes = Routes::compute(&self.nodes, &self.ports, self.nics as usize, self.cfg.seed);
+    }
+}
+
+impl Port {
+    /// Arrival time of the last frame on this port's wire, if any.
+    fn wire_tail_arrival(&self, pool: &Pool) -> Option<Time> {
+        self.wire.back().map(|i| pool.get(i).arrive)
+    }
+}
+
+/// One switch's SRv6 step: match our uSID, shift, look up the next uSID.
+#[inline]
+fn srv6_forward(my_usid: u16, table: &[(u16, PortId)], net: &mut NetHdr) -> Option<PortId> {
+    let da = net.srv6;
+    if (da >> 96) as u32 != SRV6_LOCATOR || (da >> 80) as u16 != my_usid {
+        return None;
+    }
+    let shifted = (da & LOCATOR_MASK) | ((da << 16) & !LOCATOR_MASK);
+    net.srv6 = shifted;
+    let next = (shifted >> 80) as u16;
+    table.binary_search_by_key(&next, |e| e.0).ok().map(|i| table[i].1)
+}
+
+/// Static SRv6 tables: every neighbour switch's uSID and every downlink's host uSID
+/// map to the port toward it. They never change, even when links fail.
+fn srv6_tables(nodes: &[Node], ports: &[Port]) -> Vec<Vec<(u16, PortId)>> {
+    nodes
+        .iter()
+        .map(|n| {
+            if n.kind != NodeKind::Switch {
+                return Vec::new();
+            }
+            let mut downs = 0;
+            let mut t: Vec<(u16, PortId)> = n
+                .ports()
+                .map(|p| {
+                    let peer = &nodes[ports[ports[p as usize].peer as usize].node as usize];
+                    if peer.kind == NodeKind::Host {
+                        downs += 1;
+                        (usid(usid_role::HOST, n.plane, downs - 1), p)
+                    } else {
+                        (peer.usid, p)
+                    }
+                })
+                .collect();
+            t.sort_unstable();
+            t.dedup_by_key(|e| e.0);
+            t
+        })
+        .collect()
+}

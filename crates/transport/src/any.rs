@@ -1,0 +1,67 @@
+//! Enum dispatch over the concrete endpoint kinds.
+//!
+//! The simulator stores endpoints in one `Vec<AnyEndpoint>`; a `match` per call keeps
+//! dispatch static and inlinable (smoltcp's `AnyController` pattern).
+
+use crate::conn::{AppEvent, EndpointStats, Message, Poll};
+use crate::roce::{RoceRequester, RoceResponder};
+use crate::Endpoint;
+use fabricsim_engine::Time;
+use fabricsim_wire::Packet;
+
+/// Any protocol endpoint.
+#[derive(Clone, Debug)]
+pub enum AnyEndpoint {
+    /// RoCE requester.
+    RoceRequester(RoceRequester),
+    /// RoCE responder.
+    RoceResponder(RoceResponder),
+}
+
+macro_rules! dispatch {
+    ($self:ident, $e:ident => $body:expr) => {
+        match $self {
+            AnyEndpoint::RoceRequester($e) => $body,
+            AnyEndpoint::RoceResponder($e) => $body,
+        }
+    };
+}
+
+impl AnyEndpoint {
+    /// Whether this endpoint only sends control packets (ACK/NAK/CNP), which NICs
+    /// serve before data.
+    pub fn is_responder(&self) -> bool {
+        matches!(self, AnyEndpoint::RoceResponder(_))
+    }
+}
+
+impl Endpoint for AnyEndpoint {
+    #[inline]
+    fn on_packet(&mut self, now: Time, pkt: &Packet) {
+        dispatch!(self, e => e.on_packet(now, pkt))
+    }
+    #[inline]
+    fn on_timeout(&mut self, now: Time) {
+        dispatch!(self, e => e.on_timeout(now))
+    }
+    #[inline]
+    fn post(&mut self, now: Time, msg: Message) {
+        dispatch!(self, e => e.post(now, msg))
+    }
+    #[inline]
+    fn poll_transmit(&mut self, now: Time, port: u8) -> Poll {
+        dispatch!(self, e => e.poll_transmit(now, port))
+    }
+    #[inline]
+    fn poll_timeout(&self) -> Option<Time> {
+        dispatch!(self, e => e.poll_timeout())
+    }
+    #[inline]
+    fn poll_event(&mut self) -> Option<AppEvent> {
+        dispatch!(self, e => e.poll_event())
+    }
+    #[inline]
+    fn stats(&self) -> &EndpointStats {
+        dispatch!(self, e => e.stats())
+    }
+}

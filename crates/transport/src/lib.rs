@@ -1,0 +1,58 @@
+//! The transport layer: RDMA protocols as sans-IO state machines.
+//!
+//! An endpoint never reads a clock, schedules an event or touches a network. Its host
+//! drives it through four verbs, the same for every protocol (after quinn-proto):
+//!
+//! * inputs: [`Endpoint::on_packet`] (a packet for this endpoint arrived),
+//!   [`Endpoint::on_timeout`] (the deadline it asked for has passed), and
+//!   [`Endpoint::post`] (the application queues a message, requesters only);
+//! * outputs: [`Endpoint::poll_transmit`] (a NIC port is free: hand over the next
+//!   packet, or say when to ask again), [`Endpoint::poll_timeout`] (the earliest
+//!   deadline) and [`Endpoint::poll_event`] (application events: a message arrived
+//!   complete, or was fully acknowledged).
+//!
+//! **Call order.** After every input the host drains `poll_event`, re-reads
+//! `poll_timeout`, and calls `poll_transmit` whenever one of the endpoint's NIC ports is
+//! free, until it answers something other than [`Poll::Send`]. The simulator does this
+//! from its event queue; a UDP datapath could do it from sockets with the same code.
+//!
+//! Every protocol is a pair of endpoints per connection: a *requester* that sends
+//! RDMA WRITEs and a *responder* that places them and answers with ACK/NAK/SACK/CNP.
+//!
+//! Modules:
+//! * [`conn`]: what an endpoint is told about its connection, messages, events.
+//! * [`timer`]: a small deadline table indexed by an enum.
+//! * [`roce`]: RoCEv2 RC with go-back-N and DCQCN.
+//! * [`any`]: [`AnyEndpoint`], enum dispatch over the concrete protocols (no `dyn` on
+//!   the hot path).
+
+pub mod any;
+pub mod conn;
+pub mod roce;
+pub mod timer;
+
+pub use any::AnyEndpoint;
+pub use conn::{AppEvent, ConnInfo, EndpointStats, Message, Poll};
+
+use fabricsim_engine::Time;
+use fabricsim_wire::Packet;
+
+/// The contract every protocol endpoint implements. See the crate documentation for
+/// the call order.
+pub trait Endpoint {
+    /// A packet addressed to this endpoint arrived at `now`.
+    fn on_packet(&mut self, now: Time, pkt: &Packet);
+    /// The deadline returned by [`poll_timeout`](Self::poll_timeout) has passed.
+    /// Calling it early is harmless: nothing that is not yet due fires.
+    fn on_timeout(&mut self, now: Time);
+    /// The application queues a message (requesters; responders ignore it).
+    fn post(&mut self, now: Time, msg: Message);
+    /// NIC port `port` is free at `now`: the next packet to send on it, if any.
+    fn poll_transmit(&mut self, now: Time, port: u8) -> Poll;
+    /// The earliest time [`on_timeout`](Self::on_timeout) must be called.
+    fn poll_timeout(&self) -> Option<Time>;
+    /// The next application event, if any.
+    fn poll_event(&mut self) -> Option<AppEvent>;
+    /// Counters.
+    fn stats(&self) -> &EndpointStats;
+}

@@ -1,0 +1,149 @@
+//! RoCEv2 RC behaviour on a point-to-point wire.
+
+mod util;
+
+use fabricsim_engine::{Dur, Rate, Time};
+use fabricsim_transport::roce::{DcqcnConfig, RoceConfig, RoceRequester, RoceResponder};
+use fabricsim_transport::{AnyEndpoint, AppEvent, ConnInfo, Endpoint, Message};
+use fabricsim_wire::{opcode, Packet};
+use proptest::prelude::*;
+use util::Pair;
+
+const MTU: u32 = 4096;
+
+fn info(local: u32, remote: u32) -> ConnInfo {
+    ConnInfo {
+        local_host: local,
+        remote_host: remote,
+        remote_qpn: remote,
+        local_qpn: local,
+        first_port: 0,
+        ports: 1,
+        port_rate: Rate::gbps(100),
+        mtu: MTU,
+    }
+}
+
+fn pair(cfg: RoceConfig) -> Pair {
+    let req = AnyEndpoint::RoceRequester(RoceRequester::new(info(0, 1), cfg, 1000));
+    let resp = AnyEndpoint::RoceResponder(RoceResponder::new(info(1, 0), cfg, 1001));
+    Pair::new(req, resp, Rate::gbps(100), Dur::from_us(1))
+}
+
+fn msg(seq: u32, len: u64) -> Message {
+    Message { seq, len, va: 0x1000_0000, rkey: 7 }
+}
+
+/// Serialization of a `len`-byte message as WRITE packets (RETH on the first).
+fn wire_bytes(len: u64) -> u64 {
+    let n = len.div_ceil(MTU as u64);
+    len + n * 102 + 16
+}
+
+#[test]
+fn a_lone_message_arrives_after_serialization_plus_delay() {
+    let mut p = pair(RoceConfig::default());
+    p.post(msg(0, 1_000_000));
+    p.run(Time::MAX);
+    let expected = Rate::gbps(100).tx_time(wire_bytes(1_000_000)) + Dur::from_us(1);
+    assert_eq!(p.received(), vec![(0, Time::ZERO + expected)]);
+    assert_eq!(p.acked(), vec![(0, 0)]);
+    assert_eq!(p.eps[1].stats().bytes_placed, 1_000_000);
+}
+
+#[test]
+fn messages_on_one_qp_complete_in_order() {
+    let mut p = pair(RoceConfig::default());
+    for (i, len) in [5000u64, 1, 8192, 70_000].iter().enumerate() {
+        p.post(msg(i as u32, *len));
+    }
+    p.run(Time::MAX);
+    let seqs: Vec<u32> = p.received().iter().map(|r| r.0).collect();
+    assert_eq!(seqs, vec![0, 1, 2, 3]);
+    assert_eq!(p.eps[1].stats().bytes_placed, 5000 + 1 + 8192 + 70_000);
+}
+
+#[test]
+fn a_lost_packet_is_nacked_and_everything_after_it_resent() {
+    let mut p = pair(RoceConfig::default());
+    // Drop data packet 10 once.
+    let mut dropped = false;
+    p.fate = Box::new(move |side, pkt: &Packet, _| {
+        let lose = side == 0 && pkt.bth.psn == 10 && pkt.bth.opcode != opcode::RC_ACK && !dropped;
+        dropped |= lose;
+        (lose, false)
+    });
+    p.post(msg(0, 100 * MTU as u64));
+    p.run(Time::MAX);
+    assert_eq!(p.eps[1].stats().bytes_placed, 100 * MTU as u64);
+    let retx = p.acked()[0].1;
+    // Go-back-N resends the lost packet and the ones already sent behind it: at least
+    // one, at most what fits in the NAK's round trip (~8 packets at 100G and 2 us).
+    assert!((1..=20).contains(&retx), "retransmitted {retx}");
+    assert_eq!(p.eps[0].stats().timeouts, 0, "a NAK, not a timeout, should recover");
+}
+
+#[test]
+fn a_lost_tail_is_recovered_by_the_timeout() {
+    let cfg = RoceConfig::default();
+    let mut p = pair(cfg);
+    let mut dropped = false;
+    p.fate = Box::new(move |side, pkt: &Packet, _| {
+        let lose = side == 0 && pkt.bth.psn == 4 && !dropped;
+        dropped |= lose;
+        (lose, false)
+    });
+    p.post(msg(0, 5 * MTU as u64));
+    p.run(Time::MAX);
+    assert_eq!(p.eps[0].stats().timeouts, 1);
+    let (_, t) = p.received()[0];
+    assert!(t >= Time::ZERO + cfg.rto, "finished at {t}, before the RTO");
+}
+
+#[test]
+fn a_dead_link_fails_the_qp_after_the_retry_limit() {
+    let cfg = RoceConfig { retry_limit: 3, ..Default::default() };
+    let mut p = pair(cfg).lossy(1.0, 1);
+    p.post(msg(0, 10_000));
+    p.run(Time::MAX);
+    assert_eq!(p.eps[0].stats().timeouts, 4);
+    assert!(p.events.iter().any(|e| e.2 == AppEvent::Failed));
+    assert!(p.received().is_empty());
+}
+
+#[test]
+fn ecn_marks_become_rate_limited_cnps_and_slow_the_sender() {
+    let dcqcn = DcqcnConfig::hpcc(Rate::gbps(100));
+    let cfg = RoceConfig { dcqcn: Some(dcqcn), ..Default::default() };
+    let mut p = pair(cfg);
+    p.fate = Box::new(|side, _, _| (false, side == 0));
+    p.post(msg(0, 4_000_000));
+    p.run(Time::MAX);
+    let (_, t) = p.received()[0];
+    let line = Rate::gbps(100).tx_time(wire_bytes(4_000_000));
+    assert!(t.ps() > 2 * line.ps(), "marking every packet must slow the flow: {t} vs {line}");
+    let cnps = p.eps[1].stats().cnps;
+    let max_cnps = t.ps() / dcqcn.cnp_interval.ps() + 1;
+    assert!(cnps > 10 && cnps <= max_cnps, "{cnps} CNPs in {t} (at most {max_cnps})");
+    assert_eq!(p.eps[0].stats().cnps, cnps);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(40))]
+    /// Under random loss in both directions every byte is placed exactly once and
+    /// every message completes, in order.
+    #[test]
+    fn go_back_n_delivers_every_byte_exactly_once(seed in 0u64..10_000, loss in 0.0f64..0.05, sizes in proptest::collection::vec(1u64..200_000, 1..6)) {
+        let cfg = RoceConfig { rto: Dur::from_us(50), retry_limit: 1000, ..Default::default() };
+        let mut p = pair(cfg).lossy(loss, seed);
+        for (i, &s) in sizes.iter().enumerate() {
+            p.post(msg(i as u32, s));
+        }
+        p.run(Time::MAX);
+        let total: u64 = sizes.iter().sum();
+        prop_assert_eq!(p.eps[1].stats().bytes_placed, total);
+        let seqs: Vec<u32> = p.received().iter().map(|r| r.0).collect();
+        prop_assert_eq!(seqs, (0..sizes.len() as u32).collect::<Vec<_>>());
+        prop_assert_eq!(p.acked().len(), sizes.len());
+    }
+}

@@ -1,0 +1,178 @@
+//! A two-endpoint harness on a point-to-point wire in virtual time (after quinn's
+//! `tests/util.rs` `Pair`): no fabric, microseconds per test.
+//!
+//! Side 0 is the requester, side 1 the responder. Each direction has a rate, a delay,
+//! a loss probability and an optional marking rule; the harness drives both endpoints
+//! through the transport contract exactly as the simulator's hosts do.
+
+#![allow(dead_code)]
+
+use fabricsim_engine::{Dur, EventQueue, Rate, Rng, Time};
+use fabricsim_transport::{AppEvent, AnyEndpoint, Endpoint, Poll};
+use fabricsim_wire::{Ecn, Packet};
+
+#[derive(Clone, Copy)]
+enum Ev {
+    Deliver(usize, u32),
+    PortFree(usize),
+    Wake(usize),
+    Timer(usize),
+}
+
+/// Decides the fate of one packet on the wire: `(lost, mark_ce)`.
+pub type Fate = Box<dyn FnMut(usize, &Packet, u64) -> (bool, bool)>;
+
+pub struct Pair {
+    pub eps: [AnyEndpoint; 2],
+    pub rate: Rate,
+    pub delay: Dur,
+    q: EventQueue<Ev>,
+    busy: [bool; 2],
+    in_flight: Vec<Option<Packet>>,
+    timer_at: [Option<Time>; 2],
+    pub fate: Fate,
+    pub events: Vec<(Time, usize, AppEvent)>,
+    /// Data packets put on the wire in each direction.
+    pub sent: [u64; 2],
+    pub lost: [u64; 2],
+}
+
+impl Pair {
+    pub fn new(req: AnyEndpoint, resp: AnyEndpoint, rate: Rate, delay: Dur) -> Pair {
+        Pair {
+            eps: [req, resp],
+            rate,
+            delay,
+            q: EventQueue::new(),
+            busy: [false; 2],
+            in_flight: Vec::new(),
+            timer_at: [None; 2],
+            fate: Box::new(|_, _, _| (false, false)),
+            events: Vec::new(),
+            sent: [0; 2],
+            lost: [0; 2],
+        }
+    }
+
+    /// Loses each packet in either direction with probability `p` (seeded).
+    pub fn lossy(mut self, p: f64, seed: u64) -> Pair {
+        let mut rng = Rng::new(seed);
+        self.fate = Box::new(move |_, _, _| (rng.chance(p), false));
+        self
+    }
+
+    pub fn now(&self) -> Time {
+        self.q.now()
+    }
+
+    pub fn post(&mut self, msg: fabricsim_transport::Message) {
+        let now = self.q.now();
+        self.eps[0].post(now, msg);
+        self.after_input(0);
+    }
+
+    fn after_input(&mut self, side: usize) {
+        let now = self.q.now();
+        while let Some(e) = self.eps[side].poll_event() {
+            self.events.push((now, side, e));
+        }
+        if let Some(t) = self.eps[side].poll_timeout() {
+            if self.timer_at[side].is_none_or(|a| t < a) {
+                self.timer_at[side] = Some(t);
+                self.q.push(t.max(now), Ev::Timer(side));
+            }
+        }
+        self.serve(side);
+    }
+
+    fn serve(&mut self, side: usize) {
+        if self.busy[side] {
+            return;
+        }
+        let now = self.q.now();
+        match self.eps[side].poll_transmit(now, 0) {
+            Poll::Send(mut pkt) => {
+                let ser = self.rate.tx_time(pkt.wire_bytes() as u64);
+                self.busy[side] = true;
+                self.q.push(now + ser, Ev::PortFree(side));
+                let n = self.sent[side];
+                self.sent[side] += 1;
+                let (lost, mark) = (self.fate)(side, &pkt, n);
+                if lost {
+                    self.lost[side] += 1;
+                } else {
+                    if mark && pkt.net.ecn != Ecn::NotEct {
+                        pkt.net.ecn = Ecn::Ce;
+                    }
+                    self.in_flight.push(Some(pkt));
+                    let id = (self.in_flight.len() - 1) as u32;
+                    self.q.push(now + ser + self.delay, Ev::Deliver(1 - side, id));
+                }
+            }
+            Poll::Wait(t) => self.q.push(t, Ev::Wake(side)),
+            Poll::Idle => {}
+        }
+        while let Some(e) = self.eps[side].poll_event() {
+            self.events.push((now, side, e));
+        }
+        if let Some(t) = self.eps[side].poll_timeout() {
+            if self.timer_at[side].is_none_or(|a| t < a) {
+                self.timer_at[side] = Some(t);
+                self.q.push(t.max(now), Ev::Timer(side));
+            }
+        }
+    }
+
+    /// Runs until nothing is left to do or `limit` is reached.
+    pub fn run(&mut self, limit: Time) {
+        while let Some(t) = self.q.peek_time() {
+            if t > limit {
+                break;
+            }
+            let (now, ev) = self.q.pop().unwrap();
+            match ev {
+                Ev::Deliver(side, id) => {
+                    let pkt = self.in_flight[id as usize].take().unwrap();
+                    self.eps[side].on_packet(now, &pkt);
+                    self.after_input(side);
+                }
+                Ev::PortFree(side) => {
+                    self.busy[side] = false;
+                    self.serve(side);
+                }
+                Ev::Wake(side) => self.serve(side),
+                Ev::Timer(side) => {
+                    if self.timer_at[side] == Some(now) {
+                        self.timer_at[side] = None;
+                    }
+                    if self.eps[side].poll_timeout().is_some_and(|d| d <= now) {
+                        self.eps[side].on_timeout(now);
+                    }
+                    self.after_input(side);
+                }
+            }
+        }
+    }
+
+    /// Times at which the responder completed each message.
+    pub fn received(&self) -> Vec<(u32, Time)> {
+        self.events
+            .iter()
+            .filter_map(|&(t, side, e)| match e {
+                AppEvent::Received { seq } if side == 1 => Some((seq, t)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Messages the requester saw fully acknowledged, with their retransmissions.
+    pub fn acked(&self) -> Vec<(u32, u64)> {
+        self.events
+            .iter()
+            .filter_map(|&(_, side, e)| match e {
+                AppEvent::Acked { seq, retransmitted } if side == 0 => Some((seq, retransmitted)),
+                _ => None,
+            })
+            .collect()
+    }
+}

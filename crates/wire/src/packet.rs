@@ -1,0 +1,349 @@
+//! Header structs and lengths.
+//!
+//! Layout on the wire (the encoding in a later module follows exactly this order):
+//!
+//! ```text
+//! Ethernet II (14) | IPv6 (40) | UDP (8, dst 4791) | BTH (12)
+//!   | RETH (16)? | ImmDt (4)? | AETH (4)? | fabricsim EXT (32)? | payload | ICRC (4) | FCS (4)
+//! ```
+//!
+//! On the link each frame also occupies 8 bytes of preamble/SFD and 12 of inter-frame
+//! gap: [`Packet::wire_bytes`] includes them, [`Packet::frame_len`] does not.
+
+/// The UDP destination port of RoCEv2.
+pub const ROCEV2_UDP_PORT: u16 = 4791;
+
+/// Bytes of Ethernet + IPv6 + UDP + BTH + ICRC + FCS every packet carries.
+pub const BASE_HEADER_BYTES: u32 = 14 + 40 + 8 + 12 + 4 + 4;
+/// Preamble, start-of-frame delimiter and inter-frame gap.
+pub const PREAMBLE_IFG_BYTES: u32 = 20;
+/// Length of the RDMA extended transport header.
+pub const RETH_BYTES: u32 = 16;
+/// Length of the ACK extended transport header.
+pub const AETH_BYTES: u32 = 4;
+/// Length of immediate data.
+pub const IMM_BYTES: u32 = 4;
+/// Length of fabricsim's extension header (see [`Ext`]).
+pub const EXT_BYTES: u32 = 32;
+
+/// Base Transport Header opcodes (InfiniBand Architecture Specification, table 38)
+/// and fabricsim's extensions in the manufacturer-specific range `0xC0..=0xFF`.
+pub mod opcode {
+    /// RC SEND only.
+    pub const RC_SEND_ONLY: u8 = 0x04;
+    /// RC RDMA WRITE first packet of a multi-packet message.
+    pub const RC_WRITE_FIRST: u8 = 0x06;
+    /// RC RDMA WRITE middle packet.
+    pub const RC_WRITE_MIDDLE: u8 = 0x07;
+    /// RC RDMA WRITE last packet.
+    pub const RC_WRITE_LAST: u8 = 0x08;
+    /// RC RDMA WRITE last packet with immediate data.
+    pub const RC_WRITE_LAST_IMM: u8 = 0x09;
+    /// RC RDMA WRITE of a single-packet message.
+    pub const RC_WRITE_ONLY: u8 = 0x0A;
+    /// RC RDMA WRITE of a single-packet message with immediate data.
+    pub const RC_WRITE_ONLY_IMM: u8 = 0x0B;
+    /// RC Acknowledge (carries an AETH: ACK or NAK).
+    pub const RC_ACK: u8 = 0x11;
+    /// RoCEv2 Congestion Notification Packet.
+    pub const CNP: u8 = 0x81;
+    /// fabricsim: selective acknowledgement (EXT carries cumulative PSN and bitmap).
+    pub const X_SACK: u8 = 0xC0;
+    /// fabricsim: negative acknowledgement of one PSN (trimmed or beyond the window).
+    pub const X_NACK: u8 = 0xC1;
+    /// fabricsim: path probe.
+    pub const X_PROBE: u8 = 0xC2;
+    /// fabricsim: answer to a path probe.
+    pub const X_PROBE_REPLY: u8 = 0xC3;
+    /// fabricsim: per-packet acknowledgement for multipath protocols (EXT carries the
+    /// acknowledged PSN, the entropy echo and the timestamp echo).
+    pub const X_ACK: u8 = 0xC4;
+
+    /// Whether `op` is a data-carrying RDMA WRITE (or SEND) packet.
+    pub fn is_data(op: u8) -> bool {
+        matches!(op, RC_SEND_ONLY | RC_WRITE_FIRST..=RC_WRITE_ONLY_IMM)
+    }
+    /// Whether `op` ends a message (the receiver completes it once all its bytes are in).
+    pub fn ends_message(op: u8) -> bool {
+        matches!(op, RC_SEND_ONLY | RC_WRITE_LAST | RC_WRITE_LAST_IMM | RC_WRITE_ONLY | RC_WRITE_ONLY_IMM)
+    }
+}
+
+/// Flags saying which optional headers a packet carries.
+pub mod hdr {
+    /// RDMA extended transport header.
+    pub const RETH: u8 = 1 << 0;
+    /// Immediate data.
+    pub const IMM: u8 = 1 << 1;
+    /// ACK extended transport header.
+    pub const AETH: u8 = 1 << 2;
+    /// fabricsim extension header.
+    pub const EXT: u8 = 1 << 3;
+}
+
+/// The two-bit ECN field of the IP header.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Ecn {
+    /// Not ECN-capable: a congested switch may drop but never marks.
+    #[default]
+    NotEct = 0,
+    /// ECN-capable transport (1).
+    Ect1 = 1,
+    /// ECN-capable transport (0): what RoCEv2 senders set.
+    Ect0 = 2,
+    /// Congestion experienced: set by a switch instead of dropping.
+    Ce = 3,
+}
+
+/// Traffic classes the fabric schedules with strict priority.
+///
+/// RoCE deployments put data in a lossless class (PFC) and ACK/NAK/CNP in a higher one;
+/// trimmed headers travel with the control class so the receiver learns of the loss
+/// at once.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum TrafficClass {
+    /// Data packets. The only class PFC pauses.
+    #[default]
+    Data = 0,
+    /// ACKs, NAKs, CNPs, probes and trimmed headers; served before data, never paused.
+    Control = 1,
+}
+
+impl TrafficClass {
+    /// Number of classes.
+    pub const COUNT: usize = 2;
+    /// DSCP value written on the wire for this class.
+    pub fn dscp(self) -> u8 {
+        match self {
+            TrafficClass::Data => 26,
+            TrafficClass::Control => 48,
+        }
+    }
+}
+
+/// The network part of a packet: what switches read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NetHdr {
+    /// Source host (its IPv6 address is derived from this index).
+    pub src: u32,
+    /// Destination host.
+    pub dst: u32,
+    /// UDP source port: RoCEv2's entropy field, hashed by ECMP.
+    pub sport: u16,
+    /// Traffic class (strict priority; PFC applies to [`TrafficClass::Data`]).
+    pub class: TrafficClass,
+    /// ECN codepoint.
+    pub ecn: Ecn,
+    /// IPv6 flow label (20 bits), a second entropy field (MRC stripes its EV over it).
+    pub flow_label: u32,
+    /// The NIC port (plane) the packet left its source from.
+    pub src_port: u8,
+    /// Set by a switch that cut the payload off instead of dropping the packet.
+    pub trimmed: bool,
+    /// SRv6 uSID destination address (locator in the top 32 bits, then 16-bit uSIDs);
+    /// zero when the fabric routes by the destination host.
+    pub srv6: u128,
+}
+
+impl NetHdr {
+    /// The 32-bit entropy value: UDP source port in the low 16 bits, the low 16 bits
+    /// of the IPv6 flow label above (MRC stripes its EV over both fields).
+    #[inline]
+    pub fn entropy(&self) -> u32 {
+        ((self.flow_label & 0xFFFF) << 16) | self.sport as u32
+    }
+
+    /// Sets the entropy value (see [`entropy`](Self::entropy)).
+    #[inline]
+    pub fn set_entropy(&mut self, ev: u32) {
+        self.sport = ev as u16;
+        self.flow_label = (self.flow_label & !0xFFFF) | (ev >> 16);
+    }
+}
+
+/// InfiniBand Base Transport Header.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Bth {
+    /// Operation (see [`opcode`]).
+    pub opcode: u8,
+    /// Acknowledge-request bit: the requester asks for an ACK of this packet.
+    pub ack_req: bool,
+    /// Destination queue pair number (24 bits).
+    pub dest_qp: u32,
+    /// Packet sequence number (24 bits on the wire; the simulator keeps 32 and encodes
+    /// the low 24).
+    pub psn: u32,
+}
+
+/// RDMA Extended Transport Header: where the payload goes in the remote memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reth {
+    /// Remote virtual address of this packet's first payload byte.
+    pub va: u64,
+    /// Remote key of the memory region.
+    pub rkey: u32,
+    /// DMA length: bytes of the whole message (first packet) or of this packet when
+    /// every packet carries an address (multipath protocols).
+    pub len: u32,
+}
+
+/// ACK Extended Transport Header.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Aeth {
+    /// Syndrome: `0x1F` = ACK with unlimited credits, `0x60` = NAK PSN sequence error.
+    pub syndrome: u8,
+    /// Message sequence number: messages completed at the responder.
+    pub msn: u32,
+}
+
+impl Aeth {
+    /// ACK syndrome (credit count field set to "invalid", i.e. unlimited).
+    pub const ACK: u8 = 0x1F;
+    /// NAK: PSN sequence error (the requester must go back to the PSN in the BTH).
+    pub const NAK_SEQ_ERR: u8 = 0x60;
+    /// Whether this AETH is a NAK.
+    pub fn is_nak(&self) -> bool {
+        self.syndrome & 0x60 == 0x60
+    }
+}
+
+/// fabricsim's extension header for multipath transports (32 bytes on the wire).
+///
+/// Field meaning depends on the opcode; the documented uses are:
+/// * data packets: `ev` = entropy value of the path, `ts` = send timestamp.
+/// * `X_ACK`/`X_SACK`/`X_NACK`: `cum_psn` = every PSN below is received, `ack_psn` =
+///   the PSN that triggered this feedback, `bitmap` bit *i* = PSN `cum_psn + 1 + i`
+///   received, `ev` = entropy value the data came on, `ts` = its timestamp echoed,
+///   `flags` see the `F_*` constants, `port_state` = bit *p* set while the sender's
+///   NIC port *p* is up (MRC).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ext {
+    /// Entropy value (path) of the data packet this refers to.
+    pub ev: u32,
+    /// Cumulative acknowledgement: all PSNs below this are received.
+    pub cum_psn: u32,
+    /// The PSN this acknowledgement is for.
+    pub ack_psn: u32,
+    /// Flags (`F_*`).
+    pub flags: u8,
+    /// Bitmap of NIC ports that are up at the sender of this packet.
+    pub port_state: u8,
+    /// Timestamp in picoseconds (sent, or echoed).
+    pub ts: u64,
+    /// SACK bitmap above `cum_psn`.
+    pub bitmap: u64,
+}
+
+impl Ext {
+    /// The data packet this acknowledges carried an ECN CE mark.
+    pub const F_ECE: u8 = 1 << 0;
+    /// The data packet arrived trimmed (NACK: fast-retransmit it).
+    pub const F_TRIMMED: u8 = 1 << 1;
+    /// The packet is a retransmission.
+    pub const F_RETX: u8 = 1 << 2;
+}
+
+/// One packet: headers as data plus a payload length (payload bytes are not stored).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Packet {
+    /// Network header.
+    pub net: NetHdr,
+    /// Base transport header.
+    pub bth: Bth,
+    /// Which optional headers are present ([`hdr`] flags).
+    pub hdrs: u8,
+    /// Bytes of payload carried (zero once trimmed).
+    pub payload: u32,
+    /// RDMA address, if [`hdr::RETH`].
+    pub reth: Reth,
+    /// Immediate data, if [`hdr::IMM`].
+    pub imm: u32,
+    /// ACK header, if [`hdr::AETH`].
+    pub aeth: Aeth,
+    /// Extension header, if [`hdr::EXT`].
+    pub ext: Ext,
+}
+
+impl Packet {
+    /// Ethernet frame length in bytes, FCS included, preamble and gap excluded.
+    pub fn frame_len(&self) -> u32 {
+        let mut n = BASE_HEADER_BYTES + self.payload;
+        if self.hdrs & hdr::RETH != 0 {
+            n += RETH_BYTES;
+        }
+        if self.hdrs & hdr::IMM != 0 {
+            n += IMM_BYTES;
+        }
+        if self.hdrs & hdr::AETH != 0 {
+            n += AETH_BYTES;
+        }
+        if self.hdrs & hdr::EXT != 0 {
+            n += EXT_BYTES;
+        }
+        n
+    }
+
+    /// Bytes the packet occupies on a link: frame plus preamble and inter-frame gap.
+    /// Serialization time is `wire_bytes * 8 / rate`.
+    pub fn wire_bytes(&self) -> u32 {
+        self.frame_len() + PREAMBLE_IFG_BYTES
+    }
+
+    /// Whether this packet carries RDMA payload (or carried it before trimming).
+    pub fn is_data(&self) -> bool {
+        opcode::is_data(self.bth.opcode)
+    }
+
+    /// Cuts the payload off, keeping every header: what a trimming switch does.
+    pub fn trim(&mut self) {
+        self.payload = 0;
+        self.net.trimmed = true;
+        self.net.class = TrafficClass::Control;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_mtu_write_packet_has_the_rocev2_overhead() {
+        let p = Packet {
+            bth: Bth { opcode: opcode::RC_WRITE_MIDDLE, ..Default::default() },
+            payload: 4096,
+            ..Default::default()
+        };
+        // Ethernet 14 + IPv6 40 + UDP 8 + BTH 12 + ICRC 4 + FCS 4.
+        assert_eq!(p.frame_len(), 4096 + 82);
+        assert_eq!(p.wire_bytes(), 4096 + 102);
+    }
+
+    #[test]
+    fn optional_headers_add_their_lengths() {
+        let mut p = Packet { hdrs: hdr::RETH | hdr::EXT, payload: 100, ..Default::default() };
+        assert_eq!(p.frame_len(), 82 + 16 + 32 + 100);
+        p.hdrs = hdr::AETH;
+        p.payload = 0;
+        assert_eq!(p.frame_len(), 86);
+    }
+
+    #[test]
+    fn trimming_keeps_headers_and_raises_priority() {
+        let mut p = Packet { hdrs: hdr::RETH, payload: 4096, ..Default::default() };
+        p.bth.opcode = opcode::RC_WRITE_MIDDLE;
+        p.trim();
+        assert_eq!(p.payload, 0);
+        assert!(p.net.trimmed && p.is_data());
+        assert_eq!(p.net.class, TrafficClass::Control);
+        assert_eq!(p.frame_len(), 82 + 16);
+    }
+
+    #[test]
+    fn packets_stay_compact() {
+        // The pool stores one of these per packet in flight; the foundation's budget
+        // is 250 bytes per packet including the simulator's bookkeeping.
+        assert!(std::mem::size_of::<Packet>() <= 160, "{}", std::mem::size_of::<Packet>());
+    }
+}
