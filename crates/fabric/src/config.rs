@@ -17,18 +17,36 @@ pub struct EcnConfig {
     /// Whether switch ports facing hosts mark too. MRC turns this off: the last hop's
     /// congestion is the receiver's incast, which path choice cannot fix.
     pub last_hop: bool,
+    /// Whether `kmin`/`kmax` are per 25 Gb/s of port rate (scaled for each port), as in
+    /// the HPCC ns-3 configuration, rather than absolute.
+    pub per_25g: bool,
 }
 
 impl EcnConfig {
-    /// Marking probability for a queue of `q` bytes.
+    /// The HPCC ns-3 defaults: 100 KB / 400 KB per 25 Gb/s, pmax 0.2, on every hop.
+    pub fn hpcc() -> EcnConfig {
+        EcnConfig { kmin: 100_000, kmax: 400_000, pmax: 0.2, last_hop: true, per_25g: true }
+    }
+
+    /// `(kmin, kmax)` in bytes for a port of `rate_bps`.
+    pub fn thresholds(&self, rate_bps: u64) -> (u64, u64) {
+        if self.per_25g {
+            let scale = |k: u64| (k as u128 * rate_bps as u128 / 25_000_000_000u128) as u64;
+            (scale(self.kmin), scale(self.kmax))
+        } else {
+            (self.kmin, self.kmax)
+        }
+    }
+
+    /// Marking probability for a queue of `q` bytes with thresholds `(kmin, kmax)`.
     #[inline]
-    pub fn probability(&self, q: u64) -> f64 {
-        if q < self.kmin {
+    pub fn probability(&self, (kmin, kmax): (u64, u64), q: u64) -> f64 {
+        if q < kmin {
             0.0
-        } else if q >= self.kmax {
+        } else if q >= kmax {
             1.0
         } else {
-            self.pmax * (q - self.kmin) as f64 / (self.kmax - self.kmin) as f64
+            self.pmax * (q - kmin) as f64 / (kmax - kmin) as f64
         }
     }
 }
@@ -85,6 +103,8 @@ pub struct FabricConfig {
     /// Dynamic-threshold factor for lossy admission: a port's data queue may hold at
     /// most `alpha * free_buffer` bytes (Choudhury-Hahne dynamic thresholds).
     pub drop_alpha: f64,
+    /// Probability that any frame is lost on any link (random loss).
+    pub link_loss: f64,
     /// Forwarding mode.
     pub routing: Routing,
     /// Seed for the per-switch ECMP hash seeds.
@@ -99,6 +119,7 @@ impl Default for FabricConfig {
             pfc: Some(PfcConfig::default()),
             trim: None,
             drop_alpha: 1.0,
+            link_loss: 0.0,
             routing: Routing::Ecmp,
             seed: 0,
         }
@@ -126,11 +147,18 @@ mod tests {
 
     #[test]
     fn red_probability_is_linear_between_thresholds() {
-        let e = EcnConfig { kmin: 100, kmax: 300, pmax: 0.2, last_hop: true };
-        assert_eq!(e.probability(99), 0.0);
-        assert_eq!(e.probability(100), 0.0);
-        assert!((e.probability(200) - 0.1).abs() < 1e-12);
-        assert_eq!(e.probability(300), 1.0);
+        let e = EcnConfig { kmin: 100, kmax: 300, pmax: 0.2, last_hop: true, per_25g: false };
+        let k = e.thresholds(100_000_000_000);
+        assert_eq!(e.probability(k, 99), 0.0);
+        assert_eq!(e.probability(k, 100), 0.0);
+        assert!((e.probability(k, 200) - 0.1).abs() < 1e-12);
+        assert_eq!(e.probability(k, 300), 1.0);
+    }
+
+    #[test]
+    fn hpcc_thresholds_scale_with_port_rate() {
+        assert_eq!(EcnConfig::hpcc().thresholds(100_000_000_000), (400_000, 1_600_000));
+        assert_eq!(EcnConfig::hpcc().thresholds(25_000_000_000), (100_000, 400_000));
     }
 
     #[test]

@@ -135,11 +135,15 @@ impl Fabric {
                 let index = nodes[node as usize].port_ids.len() as u16;
                 let rng = Rng::stream(cfg.seed, &[0x9047, id as u64]);
                 let mut port = Port::new(node, index, kind, rate, links.delay, rng);
+                port.loss = cfg.link_loss;
                 port.ecn = match (&cfg.ecn, kind) {
                     (None, _) | (_, PortKind::Nic) => false,
                     (Some(e), PortKind::Down) => e.last_hop,
                     (Some(_), _) => true,
                 };
+                if let Some(e) = &cfg.ecn {
+                    port.ecn_k = e.thresholds(rate.bps());
+                }
                 ports.push(port);
                 nodes[node as usize].port_ids.push(id);
             }
@@ -333,7 +337,7 @@ impl Fabric {
         if c == DATA && port.ecn {
             if let Some(ecn) = &self.cfg.ecn {
                 let pkt = &mut self.pool.get_mut(slot).pkt;
-                if pkt.net.ecn != Ecn::NotEct && port.rng.chance(ecn.probability(port.queued[DATA])) {
+                if pkt.net.ecn != Ecn::NotEct && port.rng.chance(ecn.probability(port.ecn_k, port.queued[DATA])) {
                     pkt.net.ecn = Ecn::Ce;
                     port.stats.ecn_marks += 1;
                     self.totals.ecn_marks += 1;
@@ -635,4 +639,31 @@ fn srv6_tables(nodes: &[Node], ports: &[Port]) -> Vec<Vec<(u16, PortId)>> {
             t
         })
         .collect()
+}
+
+impl Fabric {
+    /// The egress ports a packet from `src` to `dst` leaving NIC port `nic` crosses
+    /// on the first equal-cost path, as `(rate, delay)`, the NIC port first. `None` if
+    /// `dst` is unreachable.
+    pub fn path(&self, src: u32, dst: u32, nic: u8) -> Option<Vec<(fabricsim_engine::Rate, fabricsim_engine::Dur)>> {
+        let first = &self.ports[self.nic_port(src, nic) as usize];
+        let mut hops = vec![(first.rate, first.delay)];
+        let dst_leaf = self.leaf_of(dst, nic);
+        let mut cur = self.leaf_of(src, nic);
+        let plane = self.nodes[cur as usize].plane;
+        for _ in 0..16 {
+            let egress = if cur == dst_leaf {
+                self.ports[self.nic_port(dst, nic) as usize].peer
+            } else {
+                *self.routes.next_hops(cur, plane, dst).first()?
+            };
+            let port = &self.ports[egress as usize];
+            hops.push((port.rate, port.delay));
+            if cur == dst_leaf {
+                return Some(hops);
+            }
+            cur = self.ports[port.peer as usize].node;
+        }
+        None
+    }
 }

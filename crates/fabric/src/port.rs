@@ -78,6 +78,8 @@ pub struct Port {
     pub loss: f64,
     /// Whether this port marks ECN.
     pub ecn: bool,
+    /// ECN `(kmin, kmax)` of this port, bytes.
+    pub ecn_k: (u64, u64),
 
     pub(crate) queues: [Fifo; CLASSES],
     pub(crate) queued: [u64; CLASSES],
@@ -108,6 +110,7 @@ impl Port {
             up: true,
             loss: 0.0,
             ecn: false,
+            ecn_k: (0, 0),
             queues: [Fifo::default(); CLASSES],
             queued: [0; CLASSES],
             busy_until: Time::ZERO,

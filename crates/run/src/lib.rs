@@ -1,1 +1,88 @@
-//! stub
+//! Scenarios and runs: from a TOML file to result tables.
+//!
+//! * [`units`]: `"100Gbps"`, `"1us"`, `"8MB"`.
+//! * [`schema`]: every scenario key with type, default and meaning; the [`schema::Reader`]
+//!   that validates with messages naming the key and the allowed values.
+//! * [`scenario`]: the validated [`Scenario`].
+//! * [`factory`]: endpoints for a connection from the scenario's transport.
+//! * [`ideal`]: the ideal completion time of a message on an empty fabric.
+//! * [`sim`]: the wired world and its run loop ([`Sim`]).
+//! * [`metrics`], [`results`]: flow, port and collective tables and the summary.
+//!
+//! [`run`] is the one-call entry point the Python binding uses.
+
+pub mod factory;
+pub mod ideal;
+pub mod metrics;
+pub mod results;
+pub mod scenario;
+pub mod schema;
+pub mod sim;
+pub mod units;
+
+pub use results::{Column, Table};
+pub use scenario::Scenario;
+pub use sim::{Ending, Progress, Sim};
+
+use thiserror::Error;
+
+/// A scenario that is invalid: `path` names the key (`topology.leaves`).
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+#[error("{}", if path.is_empty() { message.clone() } else { format!("{path}: {message}") })]
+pub struct ScenarioError {
+    /// Key path, empty for whole-document errors.
+    pub path: String,
+    /// What is wrong and what is allowed.
+    pub message: String,
+}
+
+impl ScenarioError {
+    /// An error about `path`.
+    pub fn new(path: &str, message: impl Into<String>) -> ScenarioError {
+        ScenarioError { path: path.to_string(), message: message.into() }
+    }
+
+    /// An error from a lower layer whose message already starts with the key path.
+    pub fn from_message(text: &str) -> ScenarioError {
+        match text.split_once(": ") {
+            Some((path, message)) if !path.contains(' ') => ScenarioError::new(path, message),
+            _ => ScenarioError::new("", text),
+        }
+    }
+}
+
+/// Everything a run produces.
+pub struct RunResult {
+    /// One row per message (see the README for columns).
+    pub flows: Table,
+    /// Sampled port time series.
+    pub ports: Table,
+    /// Port names indexed by `port_id`.
+    pub port_names: Vec<String>,
+    /// One row per collective.
+    pub collectives: Table,
+    /// The summary (no wall-clock figures).
+    pub summary: serde_json::Value,
+    /// Why the run ended.
+    pub ending: Ending,
+}
+
+/// Builds and runs `scenario`, reporting progress every 65,536 events (return `false`
+/// from `progress` to stop early).
+pub fn run(scenario: Scenario, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<RunResult, ScenarioError> {
+    let mut sim = Sim::new(scenario)?;
+    let ending = sim.run(progress);
+    Ok(results(&sim, ending))
+}
+
+/// The result tables of a finished simulation.
+pub fn results(sim: &Sim, ending: Ending) -> RunResult {
+    RunResult {
+        flows: metrics::flow_table(sim),
+        ports: sim.sampler.table(),
+        port_names: (0..sim.fabric.ports.len() as u32).map(|p| sim.fabric.port_name(p)).collect(),
+        collectives: metrics::collective_table(sim),
+        summary: metrics::summary(sim, ending),
+        ending,
+    }
+}

@@ -1,0 +1,282 @@
+//! Metrics: sampled port time series, flow and collective records, the summary.
+
+use crate::results::{Column, Table};
+use crate::sim::{Ending, Sim};
+use fabricsim_engine::{Dur, Time};
+use fabricsim_fabric::{Fabric, PortStats};
+use fabricsim_transport::EndpointStats;
+use serde_json::{json, Value};
+
+#[derive(Clone, Copy, Default)]
+struct Snap {
+    stats: PortStats,
+    paused_ps: u64,
+}
+
+/// Samples every port each interval, keeping rows only for ports that did something
+/// (sent, queued, marked, dropped, paused) in that interval: a missing row means idle.
+pub struct Sampler {
+    interval: Dur,
+    last: Time,
+    prev: Vec<Snap>,
+    time_ns: Vec<u64>,
+    port: Vec<u32>,
+    tx_bytes: Vec<u64>,
+    util: Vec<f64>,
+    queue_bytes: Vec<u64>,
+    queue_max: Vec<u64>,
+    ecn_marks: Vec<u64>,
+    drops: Vec<u64>,
+    trims: Vec<u64>,
+    pause_ns: Vec<u64>,
+    pauses_sent: Vec<u64>,
+}
+
+impl Sampler {
+    /// A sampler for `fabric` (disabled when `interval` is zero).
+    pub fn new(fabric: &Fabric, interval: Dur) -> Sampler {
+        Sampler {
+            interval,
+            last: Time::ZERO,
+            prev: vec![Snap::default(); fabric.ports.len()],
+            time_ns: Vec::new(),
+            port: Vec::new(),
+            tx_bytes: Vec::new(),
+            util: Vec::new(),
+            queue_bytes: Vec::new(),
+            queue_max: Vec::new(),
+            ecn_marks: Vec::new(),
+            drops: Vec::new(),
+            trims: Vec::new(),
+            pause_ns: Vec::new(),
+            pauses_sent: Vec::new(),
+        }
+    }
+
+    /// Whether sampling is on.
+    pub fn enabled(&self) -> bool {
+        self.interval > Dur::ZERO
+    }
+
+    /// Records the interval ending at `now` and restarts the ports' queue maxima.
+    pub fn sample(&mut self, now: Time, fabric: &mut Fabric) {
+        if !self.enabled() || now <= self.last {
+            return;
+        }
+        let dt = now.since(self.last);
+        for (i, port) in fabric.ports.iter_mut().enumerate() {
+            let cur = Snap { stats: port.stats, paused_ps: port.paused_ps_at(now) };
+            let prev = self.prev[i];
+            let tx = cur.stats.tx_bytes - prev.stats.tx_bytes;
+            let q = port.data_queue_bytes();
+            let qmax = cur.stats.queue_max.max(q);
+            let marks = cur.stats.ecn_marks - prev.stats.ecn_marks;
+            let drops = cur.stats.drops - prev.stats.drops;
+            let trims = cur.stats.trims - prev.stats.trims;
+            let paused = cur.paused_ps - prev.paused_ps;
+            let pauses = cur.stats.pauses_sent - prev.stats.pauses_sent;
+            if tx > 0 || q > 0 || qmax > 0 || drops > 0 || paused > 0 || pauses > 0 {
+                self.time_ns.push(now.as_ns());
+                self.port.push(i as u32);
+                self.tx_bytes.push(tx);
+                self.util.push((tx as f64 * 8.0) / (port.rate.bps() as f64 * dt.as_secs_f64()));
+                self.queue_bytes.push(q);
+                self.queue_max.push(qmax);
+                self.ecn_marks.push(marks);
+                self.drops.push(drops);
+                self.trims.push(trims);
+                self.pause_ns.push(paused / 1000);
+                self.pauses_sent.push(pauses);
+            }
+            self.prev[i] = cur;
+            port.stats.queue_max = q;
+        }
+        self.last = now;
+    }
+
+    /// The port time series.
+    pub fn table(&self) -> Table {
+        let mut t = Table::default();
+        t.push("time_ns", Column::U64(self.time_ns.clone()))
+            .push("port_id", Column::U32(self.port.clone()))
+            .push("tx_bytes", Column::U64(self.tx_bytes.clone()))
+            .push("utilization", Column::F64(self.util.clone()))
+            .push("queue_bytes", Column::U64(self.queue_bytes.clone()))
+            .push("queue_max_bytes", Column::U64(self.queue_max.clone()))
+            .push("ecn_marks", Column::U64(self.ecn_marks.clone()))
+            .push("drops", Column::U64(self.drops.clone()))
+            .push("trims", Column::U64(self.trims.clone()))
+            .push("pause_ns", Column::U64(self.pause_ns.clone()))
+            .push("pfc_pauses_sent", Column::U64(self.pauses_sent.clone()));
+        t
+    }
+}
+
+fn or_none(t: Time) -> i64 {
+    if t == Time::MAX {
+        -1
+    } else {
+        t.as_ns() as i64
+    }
+}
+
+/// One record per message.
+pub fn flow_table(sim: &Sim) -> Table {
+    let n = sim.msgs.len();
+    let mut t = Table::default();
+    let conn = |i: usize| sim.plan.conns[sim.plan.messages[i].conn as usize];
+    let fct = |i: usize| {
+        let m = &sim.msgs[i];
+        (m.finish != Time::MAX).then(|| m.finish - m.start)
+    };
+    t.push("flow_id", Column::U32((0..n as u32).collect()))
+        .push("src", Column::U32((0..n).map(|i| conn(i).src).collect()))
+        .push("dst", Column::U32((0..n).map(|i| conn(i).dst).collect()))
+        .push("size_bytes", Column::U64(sim.plan.messages.iter().map(|m| m.size).collect()))
+        .push("start_ns", Column::I64(sim.msgs.iter().map(|m| or_none(m.start)).collect()))
+        .push("finish_ns", Column::I64(sim.msgs.iter().map(|m| or_none(m.finish)).collect()))
+        .push("fct_ns", Column::I64((0..n).map(|i| fct(i).map_or(-1, |d| d.as_ns() as i64)).collect()))
+        .push("ideal_fct_ns", Column::U64(sim.msgs.iter().map(|m| m.ideal.as_ns()).collect()))
+        .push("slowdown", Column::F64((0..n).map(|i| fct(i).map_or(f64::NAN, |d| d.ps() as f64 / sim.msgs[i].ideal.ps().max(1) as f64)).collect()))
+        .push("retransmitted_packets", Column::U64(sim.msgs.iter().map(|m| m.retransmitted).collect()))
+        .push("workload", Column::U32(sim.plan.messages.iter().map(|m| m.workload).collect()))
+        .push("collective", Column::I64(sim.plan.messages.iter().map(|m| m.collective.map_or(-1, |c| c as i64)).collect()))
+        .push("connection", Column::U32(sim.plan.messages.iter().map(|m| m.conn).collect()));
+    t
+}
+
+/// One record per collective operation.
+pub fn collective_table(sim: &Sim) -> Table {
+    let k = sim.plan.collectives.len();
+    let mut start = vec![Time::MAX; k];
+    let mut finish = vec![Time::ZERO; k];
+    let mut done = vec![true; k];
+    for (m, st) in sim.plan.messages.iter().zip(&sim.msgs) {
+        if let Some(c) = m.collective {
+            let c = c as usize;
+            start[c] = start[c].min(st.start);
+            if st.finish == Time::MAX {
+                done[c] = false;
+            } else {
+                finish[c] = finish[c].max(st.finish);
+            }
+        }
+    }
+    let dur = |c: usize| (done[c] && start[c] != Time::MAX).then(|| finish[c] - start[c]);
+    // Bus bandwidth normalises by the bytes each rank must move (NCCL's convention):
+    // 2(N-1)/N of the buffer for all-reduce, (N-1)/N x N x size for all-to-all.
+    let busbw = |c: usize| {
+        let spec = &sim.plan.collectives[c];
+        let n = spec.hosts as f64;
+        let bytes = match spec.kind {
+            "all_reduce" => spec.size as f64 * 2.0 * (n - 1.0) / n,
+            _ => spec.size as f64 * (n - 1.0),
+        };
+        dur(c).map_or(f64::NAN, |d| bytes * 8.0 / d.as_secs_f64() / 1e9)
+    };
+    let mut t = Table::default();
+    t.push("collective", Column::U32((0..k as u32).collect()))
+        .push("kind", Column::Str(sim.plan.collectives.iter().map(|c| c.kind.to_string()).collect()))
+        .push("workload", Column::U32(sim.plan.collectives.iter().map(|c| c.workload).collect()))
+        .push("hosts", Column::U32(sim.plan.collectives.iter().map(|c| c.hosts).collect()))
+        .push("size_bytes", Column::U64(sim.plan.collectives.iter().map(|c| c.size).collect()))
+        .push("start_ns", Column::I64(start.iter().map(|&s| or_none(s)).collect()))
+        .push("finish_ns", Column::I64((0..k).map(|c| if done[c] { finish[c].as_ns() as i64 } else { -1 }).collect()))
+        .push("duration_ns", Column::I64((0..k).map(|c| dur(c).map_or(-1, |d| d.as_ns() as i64)).collect()))
+        .push("busbw_gbps", Column::F64((0..k).map(busbw).collect()));
+    t
+}
+
+/// Nearest-rank percentile of sorted values.
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
+    sorted[rank.min(sorted.len()) - 1]
+}
+
+fn distribution(mut v: Vec<f64>) -> Value {
+    if v.is_empty() {
+        return Value::Null;
+    }
+    v.sort_by(|a, b| a.partial_cmp(b).expect("no NaN"));
+    let mean = v.iter().sum::<f64>() / v.len() as f64;
+    json!({
+        "mean": mean,
+        "p50": percentile(&v, 50.0),
+        "p90": percentile(&v, 90.0),
+        "p99": percentile(&v, 99.0),
+        "p999": percentile(&v, 99.9),
+        "max": v[v.len() - 1],
+    })
+}
+
+/// The run's summary (everything but wall-clock figures).
+pub fn summary(sim: &Sim, ending: Ending) -> Value {
+    let tot = sim.fabric.totals;
+    let finished: Vec<usize> = (0..sim.msgs.len()).filter(|&i| sim.msgs[i].finish != Time::MAX).collect();
+    let fct: Vec<f64> = finished.iter().map(|&i| (sim.msgs[i].finish - sim.msgs[i].start).as_ns() as f64).collect();
+    let slow: Vec<f64> = finished.iter().map(|&i| (sim.msgs[i].finish - sim.msgs[i].start).ps() as f64 / sim.msgs[i].ideal.ps().max(1) as f64).collect();
+    let mut ep = EndpointStats::default();
+    for (s, _) in sim.endpoint_stats() {
+        ep.data_sent += s.data_sent;
+        ep.retransmitted += s.retransmitted;
+        ep.control_sent += s.control_sent;
+        ep.bytes_placed += s.bytes_placed;
+        ep.duplicates += s.duplicates;
+        ep.timeouts += s.timeouts;
+        ep.cnps += s.cnps;
+        ep.ecn_marked += s.ecn_marked;
+        ep.trimmed += s.trimmed;
+    }
+    let requester_cnps: u64 = sim.endpoint_stats().filter(|(_, r)| !r).map(|(s, _)| s.cnps).sum();
+    let colls = collective_table(sim);
+    let sc = &sim.scenario;
+    json!({
+        "name": sc.name,
+        "seed": sc.seed,
+        "transport": sc.transport.kind(),
+        "hosts": sim.fabric.hosts(),
+        "ending": match ending { Ending::AllFinished => "all_finished", Ending::StopTime => "stop_time", Ending::Stalled => "stalled" },
+        "sim_time_ns": sim.now().as_ns(),
+        "events": sim.events(),
+        "packet_hops": tot.packet_hops,
+        "drops": tot.drops(),
+        "drops_by_cause": { "buffer": tot.buffer_drops, "link": tot.link_losses, "route": tot.route_drops },
+        "pfc_pauses": tot.pfc_pauses,
+        "ecn_marks": tot.ecn_marks,
+        "trims": tot.trims,
+        "flows": { "total": sim.msgs.len(), "finished": finished.len(), "unfinished": sim.msgs.len() - finished.len() },
+        "fct_ns": distribution(fct),
+        "slowdown": distribution(slow),
+        "bytes_delivered": ep.bytes_placed,
+        "bytes_offered": sim.plan.messages.iter().map(|m| m.size).sum::<u64>(),
+        "data_packets_sent": ep.data_sent,
+        "retransmitted_packets": ep.retransmitted,
+        "control_packets_sent": ep.control_sent,
+        "duplicate_packets": ep.duplicates,
+        "timeouts": ep.timeouts,
+        "cnps": requester_cnps,
+        "failed_connections": sim.failed_conns,
+        "collectives": (0..colls.rows()).map(|i| collective_json(&colls, i)).collect::<Vec<_>>(),
+        "peak_packets_in_flight": sim.fabric.pool.peak(),
+        "packet_slot_bytes": fabricsim_fabric::Pool::slot_bytes(),
+        "scenario": sc.document,
+    })
+}
+
+fn collective_json(t: &Table, i: usize) -> Value {
+    let mut o = serde_json::Map::new();
+    for (name, col) in &t.columns {
+        let v = match col {
+            Column::U32(v) => json!(v[i]),
+            Column::U64(v) => json!(v[i]),
+            Column::I64(v) => if v[i] < 0 { Value::Null } else { json!(v[i]) },
+            Column::F64(v) => if v[i].is_nan() { Value::Null } else { json!(v[i]) },
+            Column::Str(v) => json!(v[i]),
+        };
+        o.insert(name.to_string(), v);
+    }
+    Value::Object(o)
+}

@@ -1,0 +1,362 @@
+//! Scenario files: TOML (or the same structure as JSON) into a validated [`Scenario`].
+//!
+//! Every error names the key path (`topology.leaves`, `workload[1].receiver`) and, for
+//! choices, the allowed values. Nothing is built until the whole file is valid.
+
+use crate::schema::{self, params_for, Reader};
+use crate::ScenarioError;
+use fabricsim_engine::{Dur, Rate};
+use fabricsim_fabric::{EcnConfig, FabricConfig, LinkParams, PfcConfig, Routing, TopologySpec, TrimConfig};
+use fabricsim_transport::roce::{DcqcnConfig, RoceConfig};
+use fabricsim_workload::{HostSet, WorkloadKind, WorkloadSpec};
+use toml::Value;
+
+/// A validated scenario.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    /// Name, for output folders.
+    pub name: String,
+    /// Seed of every random stream.
+    pub seed: u64,
+    /// Simulated time limit, if any.
+    pub stop: Option<Dur>,
+    /// Topology shape.
+    pub topology: TopologySpec,
+    /// Link rates and delay.
+    pub links: LinkParams,
+    /// RoCE path MTU (payload bytes per packet).
+    pub mtu: u32,
+    /// Switch behaviour (its seed is set from `seed`).
+    pub fabric: FabricConfig,
+    /// Transport of every connection.
+    pub transport: TransportSpec,
+    /// Traffic.
+    pub workloads: Vec<WorkloadSpec>,
+    /// Recording.
+    pub output: OutputSpec,
+    /// The document as given, echoed into the summary.
+    pub document: serde_json::Value,
+}
+
+/// The protocol every connection uses.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TransportSpec {
+    /// RoCEv2 RC.
+    Roce(RoceConfig),
+}
+
+impl TransportSpec {
+    /// The scenario name of this transport.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TransportSpec::Roce(_) => "roce",
+        }
+    }
+}
+
+/// What the run records.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OutputSpec {
+    /// Port sampling period (zero: off).
+    pub sample_interval: Dur,
+    /// Whether to draw plots (read by the Python layer).
+    pub plots: bool,
+}
+
+impl Scenario {
+    /// Parses TOML text.
+    pub fn from_toml(text: &str) -> Result<Scenario, ScenarioError> {
+        let doc: Value = toml::from_str::<toml::Table>(text)
+            .map(Value::Table)
+            .map_err(|e| ScenarioError::new("", format!("not valid TOML: {}", e.to_string().trim())))?;
+        Scenario::from_value(&doc)
+    }
+
+    /// Parses JSON text with the same structure as the TOML format.
+    pub fn from_json(text: &str) -> Result<Scenario, ScenarioError> {
+        let doc: Value = serde_json::from_str(text).map_err(|e| ScenarioError::new("", format!("not a valid scenario object: {e}")))?;
+        Scenario::from_value(&doc)
+    }
+
+    /// Parses an already-decoded document.
+    pub fn from_value(doc: &Value) -> Result<Scenario, ScenarioError> {
+        let mut top = Reader::new("", doc)?;
+        let name = top.string("name", "scenario")?;
+        if name.trim().is_empty() {
+            return Err(top.error("name", "must not be empty"));
+        }
+        let seed = top.int("seed", 1, 0, i64::MAX)? as u64;
+        let stop = top.duration("stop")?;
+        if stop == Some(Dur::ZERO) {
+            return Err(top.error("stop", "must be later than 0"));
+        }
+        let Some(topo) = top.raw("topology") else {
+            return Err(top.error("topology", format!("is required (a table with kind = one of: {})", schema::TOPOLOGY_KINDS.join(", "))));
+        };
+        let (topology, links, mtu, buffer) = parse_topology(topo)?;
+        let empty = Value::Table(toml::Table::new());
+        let mut fabric = parse_fabric(top.raw("fabric").unwrap_or(&empty), buffer)?;
+        fabric.seed = seed;
+        let transport = parse_transport(top.raw("transport").unwrap_or(&empty), links.host_link)?;
+        let Some(w) = top.raw("workload") else {
+            return Err(top.error("workload", format!("is required (a table or array of tables with kind = one of: {})", schema::WORKLOAD_KINDS.join(", "))));
+        };
+        let workloads = parse_workloads(w)?;
+        let output = parse_output(top.raw("output").unwrap_or(&empty))?;
+        top.finish(&schema::TOP.iter().collect::<Vec<_>>())?;
+        let hosts = topology.hosts();
+        if hosts == 0 {
+            return Err(ScenarioError::new("topology", "the topology has no hosts"));
+        }
+        let document = serde_json::to_value(doc).unwrap_or(serde_json::Value::Null);
+        Ok(Scenario { name, seed, stop, topology, links, mtu, fabric, transport, workloads, output, document })
+    }
+}
+
+fn u32_key(r: &mut Reader<'_>, key: &'static str, default: i64) -> Result<u32, ScenarioError> {
+    Ok(r.int(key, default, 1, u32::MAX as i64)? as u32)
+}
+
+fn parse_topology(v: &Value) -> Result<(TopologySpec, LinkParams, u32, u64), ScenarioError> {
+    let mut r = Reader::new("topology", v)?;
+    let kind = r.choice("kind", "", schema::TOPOLOGY_KINDS)?;
+    let host_link = r.rate("host_link")?.unwrap_or(Rate::gbps(100));
+    let fabric_link = r.rate("fabric_link")?.unwrap_or(host_link);
+    let delay = r.duration("link_delay")?.unwrap_or(Dur::from_us(1));
+    let mtu = r.int("mtu", 4096, 256, 9000)? as u32;
+    let buffer = r.size("switch_buffer")?.unwrap_or(32_000_000);
+    if buffer < 16_384 {
+        return Err(r.error("switch_buffer", format!("must hold a few packets (at least 16KB), got {buffer} bytes")));
+    }
+    let spec = match kind.as_str() {
+        "leaf_spine" => TopologySpec::LeafSpine {
+            leaves: u32_key(&mut r, "leaves", 4)?,
+            spines: u32_key(&mut r, "spines", 4)?,
+            hosts_per_leaf: u32_key(&mut r, "hosts_per_leaf", 8)?,
+        },
+        "fat_tree" => {
+            let k = u32_key(&mut r, "k", 4)?;
+            if k % 2 != 0 {
+                return Err(r.error("k", format!("must be even, got {k}")));
+            }
+            TopologySpec::FatTree {
+                k,
+                pods: u32_key(&mut r, "pods", k as i64)?,
+                hosts_per_edge: u32_key(&mut r, "hosts_per_edge", (k / 2) as i64)?,
+                oversubscription: u32_key(&mut r, "oversubscription", 1)?,
+            }
+        }
+        "multi_plane" => TopologySpec::MultiPlane {
+            planes: u32_key(&mut r, "planes", 4)?,
+            groups: u32_key(&mut r, "groups", 4)?,
+            hosts_per_group: u32_key(&mut r, "hosts_per_group", 8)?,
+            t1_per_plane: u32_key(&mut r, "t1_per_plane", 4)?,
+        },
+        _ => unreachable!("choice() only returns allowed kinds"),
+    };
+    r.finish(&params_for("topology", &kind))?;
+    Ok((spec, LinkParams { host_link, fabric_link, delay }, mtu, buffer))
+}
+
+fn parse_fabric(v: &Value, buffer: u64) -> Result<FabricConfig, ScenarioError> {
+    let mut r = Reader::new("fabric", v)?;
+    let mut cfg = FabricConfig { buffer, ..FabricConfig::default() };
+    cfg.pfc = match r.raw("pfc") {
+        None | Some(Value::Boolean(true)) => Some(PfcConfig::default()),
+        Some(Value::Boolean(false)) => None,
+        Some(t @ Value::Table(_)) => {
+            let mut s = Reader::new("fabric.pfc", t)?;
+            let d = PfcConfig::default();
+            let pfc = PfcConfig {
+                alpha: s.float("alpha", d.alpha, 1e-6, 64.0)?,
+                min_xoff: s.size("min_xoff")?.unwrap_or(d.min_xoff),
+                xon_delta: s.size("xon_delta")?.unwrap_or(d.xon_delta),
+            };
+            s.finish(&[&key_doc("alpha"), &key_doc("min_xoff"), &key_doc("xon_delta")])?;
+            Some(pfc)
+        }
+        Some(_) => return Err(r.error("pfc", "expected true, false or a table { alpha, min_xoff, xon_delta }")),
+    };
+    cfg.ecn = match r.raw("ecn") {
+        None | Some(Value::Boolean(true)) => Some(EcnConfig::hpcc()),
+        Some(Value::Boolean(false)) => None,
+        Some(t @ Value::Table(_)) => {
+            let mut s = Reader::new("fabric.ecn", t)?;
+            let kmin = s.size("kmin")?;
+            let kmax = s.size("kmax")?;
+            let pmax = s.float("pmax", 0.2, 0.0, 1.0)?;
+            let last_hop = s.bool("last_hop", true)?;
+            s.finish(&[&key_doc("kmin"), &key_doc("kmax"), &key_doc("pmax"), &key_doc("last_hop")])?;
+            let mut e = match (kmin, kmax) {
+                (None, None) => EcnConfig::hpcc(),
+                (Some(a), Some(b)) => {
+                    if a > b {
+                        return Err(ScenarioError::new("fabric.ecn.kmin", format!("must not exceed kmax ({a} > {b} bytes)")));
+                    }
+                    EcnConfig { kmin: a, kmax: b, pmax, last_hop, per_25g: false }
+                }
+                _ => return Err(ScenarioError::new("fabric.ecn", "give both kmin and kmax, or neither")),
+            };
+            e.pmax = pmax;
+            e.last_hop = last_hop;
+            Some(e)
+        }
+        Some(_) => return Err(r.error("ecn", "expected true, false or a table { kmin, kmax, pmax, last_hop }")),
+    };
+    cfg.trim = match r.raw("trimming") {
+        None | Some(Value::Boolean(false)) => None,
+        Some(Value::Boolean(true)) => Some(TrimConfig { threshold: u64::MAX }),
+        Some(t @ Value::Table(_)) => {
+            let mut s = Reader::new("fabric.trimming", t)?;
+            let threshold = s.size("threshold")?.unwrap_or(u64::MAX);
+            s.finish(&[&key_doc("threshold")])?;
+            Some(TrimConfig { threshold })
+        }
+        Some(_) => return Err(r.error("trimming", "expected true, false or a table { threshold }")),
+    };
+    cfg.routing = match r.choice("routing", "ecmp", &["ecmp", "srv6"])?.as_str() {
+        "srv6" => Routing::Srv6,
+        _ => Routing::Ecmp,
+    };
+    cfg.drop_alpha = r.float("drop_alpha", 1.0, 1e-6, 64.0)?;
+    cfg.link_loss = r.float("link_loss", 0.0, 0.0, 1.0)?;
+    r.finish(&params_for("fabric", ""))?;
+    Ok(cfg)
+}
+
+/// A schema entry naming a nested key (for unknown-key messages in sub-tables).
+fn key_doc(key: &'static str) -> schema::Param {
+    schema::Param { key, ty: schema::Ty::Str, default: "", choices: &[], doc: "" }
+}
+
+fn parse_transport(v: &Value, line: Rate) -> Result<TransportSpec, ScenarioError> {
+    let mut r = Reader::new("transport", v)?;
+    let kind = r.choice("kind", "roce", schema::TRANSPORT_KINDS)?;
+    let spec = match kind.as_str() {
+        "roce" => {
+            let cc = r.choice("cc", "dcqcn", &["dcqcn", "none"])?;
+            let dcqcn = parse_dcqcn(r.raw("dcqcn"), line)?;
+            let d = RoceConfig::default();
+            let cfg = RoceConfig {
+                ack_interval: r.int("ack_interval", d.ack_interval as i64, 1, 1 << 20)? as u32,
+                rto: positive_duration(&mut r, "rto", d.rto)?,
+                retry_limit: r.int("retry_limit", d.retry_limit as i64, 0, 1 << 20)? as u32,
+                nak_interval: r.duration("nak_interval")?.unwrap_or(d.nak_interval),
+                dcqcn: (cc == "dcqcn").then_some(dcqcn),
+            };
+            TransportSpec::Roce(cfg)
+        }
+        _ => unreachable!("choice() only returns allowed kinds"),
+    };
+    r.finish(&params_for("transport", &kind))?;
+    Ok(spec)
+}
+
+fn positive_duration(r: &mut Reader<'_>, key: &'static str, default: Dur) -> Result<Dur, ScenarioError> {
+    match r.duration(key)? {
+        Some(Dur::ZERO) => Err(r.error(key, "must be longer than 0")),
+        Some(d) => Ok(d),
+        None => Ok(default),
+    }
+}
+
+fn parse_dcqcn(v: Option<&Value>, line: Rate) -> Result<DcqcnConfig, ScenarioError> {
+    let Some(v) = v else { return Ok(DcqcnConfig::hpcc(line)) };
+    let mut r = Reader::new("transport.dcqcn", v)?;
+    let preset = r.choice("preset", "hpcc", &["hpcc", "paper"])?;
+    let d = if preset == "paper" { DcqcnConfig::paper() } else { DcqcnConfig::hpcc(line) };
+    let cfg = DcqcnConfig {
+        g: r.float("g", d.g, 1e-9, 1.0)?,
+        alpha_interval: positive_duration(&mut r, "alpha_interval", d.alpha_interval)?,
+        decrease_interval: r.duration("decrease_interval")?.unwrap_or(d.decrease_interval),
+        increase_interval: positive_duration(&mut r, "increase_interval", d.increase_interval)?,
+        byte_counter: r.size("byte_counter")?.unwrap_or(d.byte_counter),
+        fast_recovery: r.int("fast_recovery", d.fast_recovery as i64, 0, 1000)? as u32,
+        rate_ai: r.rate("rate_ai")?.unwrap_or(d.rate_ai),
+        rate_hai: r.rate("rate_hai")?.unwrap_or(d.rate_hai),
+        min_rate: r.rate("min_rate")?.unwrap_or(d.min_rate),
+        clamp_target: r.bool("clamp_target", d.clamp_target)?,
+        cnp_interval: r.duration("cnp_interval")?.unwrap_or(d.cnp_interval),
+    };
+    r.finish(&schema::DCQCN.iter().collect::<Vec<_>>())?;
+    Ok(cfg)
+}
+
+fn parse_hosts(r: &mut Reader<'_>, key: &'static str, default: HostSet) -> Result<HostSet, ScenarioError> {
+    match r.raw(key) {
+        None => Ok(default),
+        Some(Value::String(s)) if s == "all" => Ok(HostSet::All),
+        Some(Value::Integer(n)) if *n >= 1 && *n <= u32::MAX as i64 => Ok(HostSet::Count(*n as u32)),
+        Some(Value::Integer(n)) => Err(r.error(key, format!("a host count must be at least 1, got {n}"))),
+        Some(Value::Array(a)) => a
+            .iter()
+            .enumerate()
+            .map(|(i, v)| match v {
+                Value::Integer(h) if *h >= 0 && *h <= u32::MAX as i64 => Ok(*h as u32),
+                _ => Err(ScenarioError::new(&format!("{}[{i}]", r.path(key)), "expected a host index (integer >= 0)")),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(HostSet::List),
+        Some(_) => Err(r.error(key, "expected \"all\", a host count, or a list of host indices")),
+    }
+}
+
+fn parse_workloads(v: &Value) -> Result<Vec<WorkloadSpec>, ScenarioError> {
+    let items: Vec<&Value> = match v {
+        Value::Table(_) => vec![v],
+        Value::Array(a) if !a.is_empty() => a.iter().collect(),
+        Value::Array(_) => return Err(ScenarioError::new("workload", "at least one workload is required")),
+        _ => return Err(ScenarioError::new("workload", "expected a table or an array of tables")),
+    };
+    items.into_iter().enumerate().map(|(i, w)| parse_workload(i, w)).collect()
+}
+
+fn parse_workload(i: usize, v: &Value) -> Result<WorkloadSpec, ScenarioError> {
+    let mut r = Reader::new(format!("workload[{i}]"), v)?;
+    let kind = r.choice("kind", "", schema::WORKLOAD_KINDS)?;
+    let start = r.duration("start")?.unwrap_or(Dur::ZERO);
+    let kind_spec = match kind.as_str() {
+        "flows" => {
+            let Some(list) = r.raw("flows") else {
+                return Err(r.error("flows", "is required (an array of { src, dst, size, start })"));
+            };
+            let Value::Array(list) = list else { return Err(r.error("flows", "expected an array of tables")) };
+            let mut flows = Vec::with_capacity(list.len());
+            for (j, f) in list.iter().enumerate() {
+                let mut fr = Reader::new(format!("workload[{i}].flows[{j}]"), f)?;
+                let src = fr.opt_int("src", 0, u32::MAX as i64)?.ok_or_else(|| fr.error("src", "is required (a host index)"))? as u32;
+                let dst = fr.opt_int("dst", 0, u32::MAX as i64)?.ok_or_else(|| fr.error("dst", "is required (a host index)"))? as u32;
+                let size = fr.required_size("size")?;
+                let fstart = fr.duration("start")?.unwrap_or(Dur::ZERO);
+                fr.finish(&[&key_doc("src"), &key_doc("dst"), &key_doc("size"), &key_doc("start")])?;
+                flows.push((src, dst, size, fstart));
+            }
+            WorkloadKind::Flows(flows)
+        }
+        "permutation" => WorkloadKind::Permutation { size: r.required_size("size")?, hosts: parse_hosts(&mut r, "hosts", HostSet::All)? },
+        "incast" => {
+            let size = r.required_size("size")?;
+            if r.raw_peek("senders").is_none() {
+                return Err(r.error("senders", "is required (a count or a list of hosts)"));
+            }
+            let senders = parse_hosts(&mut r, "senders", HostSet::All)?;
+            let receiver = r.int("receiver", 0, 0, u32::MAX as i64)? as u32;
+            WorkloadKind::Incast { senders, receiver, size }
+        }
+        "all_to_all" => WorkloadKind::AllToAll { size: r.required_size("size")?, hosts: parse_hosts(&mut r, "hosts", HostSet::All)? },
+        "all_reduce" => WorkloadKind::AllReduce { size: r.required_size("size")?, hosts: parse_hosts(&mut r, "hosts", HostSet::All)? },
+        _ => unreachable!("choice() only returns allowed kinds"),
+    };
+    r.finish(&params_for("workload", &kind))?;
+    Ok(WorkloadSpec { kind: kind_spec, start })
+}
+
+fn parse_output(v: &Value) -> Result<OutputSpec, ScenarioError> {
+    let mut r = Reader::new("output", v)?;
+    let out = OutputSpec {
+        sample_interval: r.duration("sample_interval")?.unwrap_or(Dur::from_us(10)),
+        plots: r.bool("plots", true)?,
+    };
+    r.finish(&schema::OUTPUT.iter().collect::<Vec<_>>())?;
+    Ok(out)
+}

@@ -1,0 +1,395 @@
+//! The scenario schema: every key, its type, default, unit and meaning.
+//!
+//! This table is the single source of truth: the parser reads defaults from it,
+//! `fabricsim list` prints it and the README's tables are generated from it. A
+//! [`Reader`] walks one TOML table, takes keys through their [`Param`], names the full
+//! key path in every error and refuses keys the schema does not know.
+
+use crate::units::{parse_duration, parse_rate, parse_size};
+use crate::ScenarioError;
+use fabricsim_engine::{Dur, Rate};
+use serde::Serialize;
+use toml::Value;
+
+/// The type of a scenario value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ty {
+    /// A non-negative integer.
+    Int,
+    /// A number.
+    Float,
+    /// `true` / `false`.
+    Bool,
+    /// A string such as `"100Gbps"`.
+    Rate,
+    /// A string such as `"1us"`.
+    Duration,
+    /// A string such as `"8MB"` or an integer number of bytes.
+    Size,
+    /// One of a fixed set of strings.
+    Choice,
+    /// A string.
+    Str,
+    /// A count, a list of host indices, or `"all"`.
+    Hosts,
+    /// A boolean or a table of sub-parameters.
+    Table,
+    /// An array of tables.
+    List,
+}
+
+/// One key of the schema.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Param {
+    /// Key name.
+    pub key: &'static str,
+    /// Value type.
+    pub ty: Ty,
+    /// Default, as written in a scenario file ("" if required; prose if derived).
+    pub default: &'static str,
+    /// Allowed values for choices.
+    pub choices: &'static [&'static str],
+    /// What it means, its unit and its source.
+    pub doc: &'static str,
+}
+
+/// A group of keys: a section, or one `kind` of a section.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Section {
+    /// TOML table name (`topology`, `fabric`, ...).
+    pub section: &'static str,
+    /// The `kind` this group applies to, if any.
+    pub kind: Option<&'static str>,
+    /// What it is.
+    pub doc: &'static str,
+    /// Its keys.
+    pub params: &'static [Param],
+}
+
+const fn p(key: &'static str, ty: Ty, default: &'static str, doc: &'static str) -> Param {
+    Param { key, ty, default, choices: &[], doc }
+}
+const fn c(key: &'static str, default: &'static str, choices: &'static [&'static str], doc: &'static str) -> Param {
+    Param { key, ty: Ty::Choice, default, choices, doc }
+}
+
+/// Topology kinds.
+pub const TOPOLOGY_KINDS: &[&str] = &["leaf_spine", "fat_tree", "multi_plane"];
+/// Transport kinds.
+pub const TRANSPORT_KINDS: &[&str] = &["roce"];
+/// Workload kinds.
+pub const WORKLOAD_KINDS: &[&str] = &["flows", "permutation", "incast", "all_to_all", "all_reduce"];
+
+/// Top-level keys.
+pub const TOP: &[Param] = &[
+    p("name", Ty::Str, "\"scenario\"", "Name of the scenario, used in output folder names."),
+    p("seed", Ty::Int, "1", "Seed of every random stream (ECMP seeds, source ports, permutations, loss)."),
+    p("stop", Ty::Duration, "when every flow has finished", "Stop simulating at this time even if flows remain (they are reported unfinished)."),
+    p("topology", Ty::Table, "", "The fabric's shape and links."),
+    p("fabric", Ty::Table, "", "Switch behaviour: buffers, ECN, PFC, trimming, routing."),
+    p("transport", Ty::Table, "", "The protocol every connection uses."),
+    p("workload", Ty::List, "", "One table or an array of tables of traffic."),
+    p("output", Ty::Table, "", "What the run records."),
+];
+
+/// Keys every topology has.
+pub const TOPOLOGY_COMMON: &[Param] = &[
+    c("kind", "", TOPOLOGY_KINDS, "The topology builder."),
+    p("host_link", Ty::Rate, "100Gbps", "Rate of each host NIC port and its leaf link."),
+    p("fabric_link", Ty::Rate, "= host_link", "Rate of switch-to-switch links."),
+    p("link_delay", Ty::Duration, "1us", "One-way propagation delay of every link."),
+    p("mtu", Ty::Int, "4096", "RoCE path MTU: largest payload per packet, bytes (256..9000). Headers come on top."),
+    p("switch_buffer", Ty::Size, "32MB", "Shared packet buffer per switch."),
+];
+
+const LEAF_SPINE: &[Param] = &[
+    p("leaves", Ty::Int, "4", "Leaf (ToR) switches."),
+    p("spines", Ty::Int, "4", "Spine switches; every leaf has one link to every spine."),
+    p("hosts_per_leaf", Ty::Int, "8", "Hosts under each leaf."),
+];
+const FAT_TREE: &[Param] = &[
+    p("k", Ty::Int, "4", "Switch radix (even): k pods of k/2 edge and k/2 aggregation switches, (k/2)^2 cores, k^3/4 hosts."),
+    p("pods", Ty::Int, "= k", "Number of pods (fewer than k makes a partial fat-tree, e.g. UDMP's 5-pod fabric)."),
+    p("hosts_per_edge", Ty::Int, "= k/2", "Hosts per edge switch (more than k/2 oversubscribes the edge)."),
+    p("oversubscription", Ty::Int, "1", "Aggregation-to-core ratio: each aggregation switch keeps (k/2)/ratio core uplinks. Must divide k/2."),
+];
+const MULTI_PLANE: &[Param] = &[
+    p("planes", Ty::Int, "4", "Parallel planes = NIC ports per host (MRC: 4 x 200G or 8 x 100G). At most 8."),
+    p("groups", Ty::Int, "4", "Host groups = T0 switches per plane."),
+    p("hosts_per_group", Ty::Int, "8", "Hosts per group."),
+    p("t1_per_plane", Ty::Int, "4", "T1 switches per plane; every T0 links to every T1 of its plane."),
+];
+
+/// `[fabric]` keys.
+pub const FABRIC: &[Param] = &[
+    p("pfc", Ty::Table, "true", "Lossless data class with PFC. `false` drops when full. A table sets `alpha` (0.125: XOFF at alpha x free shared buffer, HPCC ns-3), `min_xoff` (\"20KB\") and `xon_delta` (\"10KB\")."),
+    p("ecn", Ty::Table, "true", "RED ECN marking at dequeue. `true`: HPCC ns-3 defaults scaled per port, kmin 100KB and kmax 400KB per 25 Gb/s, pmax 0.2. A table sets `kmin`, `kmax` (sizes, for every port), `pmax`, and `last_hop` (true: host-facing ports mark too)."),
+    p("trimming", Ty::Table, "false", "Cut the payload of a data packet that would be dropped and forward its header at control priority. A table sets `threshold` (size): also trim once the data queue holds that much."),
+    c("routing", "ecmp", &["ecmp", "srv6"], "ecmp: switches hash the 5-tuple with a per-switch seed. srv6: the sender's entropy value picks the path, encoded as a uSID destination address (MRC section 2.3)."),
+    p("drop_alpha", Ty::Float, "1.0", "Lossy admission: a port's data queue may hold at most drop_alpha x free buffer (dynamic threshold)."),
+    p("link_loss", Ty::Float, "0.0", "Probability that a frame is lost on a link, on every link (random loss)."),
+];
+
+const ROCE: &[Param] = &[
+    c("cc", "dcqcn", &["dcqcn", "none"], "Congestion control: DCQCN rate control, or none (line rate)."),
+    p("dcqcn", Ty::Table, "preset hpcc", "DCQCN parameters: `preset` (\"hpcc\": HPCC ns-3 / ConnectX defaults; \"paper\": Zhu et al. 2015) and any of `g`, `alpha_interval`, `decrease_interval`, `increase_interval`, `byte_counter`, `fast_recovery`, `rate_ai`, `rate_hai`, `min_rate`, `clamp_target`, `cnp_interval` to override it."),
+    p("ack_interval", Ty::Int, "1", "The responder ACKs every this many in-order packets (HPCC ns-3: 1), and every message end."),
+    p("rto", Ty::Duration, "1ms", "Retransmission timeout: go back to the first unacknowledged PSN."),
+    p("retry_limit", Ty::Int, "7", "Timeouts in a row without progress before the QP fails (InfiniBand retry_cnt)."),
+    p("nak_interval", Ty::Duration, "500us", "The responder repeats a NAK for the same missing PSN at most this often (HPCC ns-3)."),
+];
+
+/// `[transport]` keys every transport has.
+pub const TRANSPORT_COMMON: &[Param] = &[c("kind", "roce", TRANSPORT_KINDS, "The protocol.")];
+
+/// DCQCN override keys (inside `[transport.dcqcn]`).
+pub const DCQCN: &[Param] = &[
+    c("preset", "hpcc", &["hpcc", "paper"], "Starting point for the values below."),
+    p("g", Ty::Float, "1/256", "Alpha EWMA gain."),
+    p("alpha_interval", Ty::Duration, "1us (paper 55us)", "Alpha update period."),
+    p("decrease_interval", Ty::Duration, "4us (paper 0: every CNP)", "Minimum spacing of rate cuts."),
+    p("increase_interval", Ty::Duration, "300us (paper 55us)", "Rate-increase timer."),
+    p("byte_counter", Ty::Size, "0 = off (paper 10MB)", "Bytes sent per increase event."),
+    p("fast_recovery", Ty::Int, "1 (paper 5)", "Fast-recovery steps F."),
+    p("rate_ai", Ty::Rate, "5Mbps per 25Gbps (paper 40Mbps)", "Additive increase step."),
+    p("rate_hai", Ty::Rate, "50Mbps per 25Gbps (paper 200Mbps)", "Hyper increase step."),
+    p("min_rate", Ty::Rate, "100Mbps", "Lowest rate."),
+    p("clamp_target", Ty::Bool, "false (paper true)", "Set the target to the current rate at every cut."),
+    p("cnp_interval", Ty::Duration, "4us (paper 50us)", "The responder sends at most one CNP per QP per this interval."),
+];
+
+/// `[workload]` keys every workload has.
+pub const WORKLOAD_COMMON: &[Param] = &[
+    c("kind", "", WORKLOAD_KINDS, "The generator."),
+    p("start", Ty::Duration, "0us", "When this workload starts."),
+];
+const W_FLOWS: &[Param] = &[p("flows", Ty::List, "", "Array of tables `{ src, dst, size, start }` (start defaults to 0).")];
+const W_PERMUTATION: &[Param] = &[
+    p("size", Ty::Size, "", "Bytes per flow."),
+    p("hosts", Ty::Hosts, "all", "Participating hosts: \"all\", a count (the first n) or a list."),
+];
+const W_INCAST: &[Param] = &[
+    p("size", Ty::Size, "", "Bytes per sender."),
+    p("senders", Ty::Hosts, "", "A count (chosen at random, seeded) or a list of sending hosts."),
+    p("receiver", Ty::Int, "0", "The receiving host."),
+];
+const W_ALL_TO_ALL: &[Param] = &[
+    p("size", Ty::Size, "", "Bytes per ordered pair."),
+    p("hosts", Ty::Hosts, "all", "Participating hosts."),
+];
+const W_ALL_REDUCE: &[Param] = &[
+    p("size", Ty::Size, "", "Buffer per host; each of the 2(N-1) steps moves size/N."),
+    p("hosts", Ty::Hosts, "all", "Ring members, in ring order."),
+];
+
+/// `[output]` keys.
+pub const OUTPUT: &[Param] = &[
+    p("sample_interval", Ty::Duration, "10us", "Port time-series period; \"0us\" turns sampling off."),
+    p("plots", Ty::Bool, "true", "Draw the standard PNG plots into the output folder."),
+];
+
+/// The whole catalog, for `fabricsim list` and the README.
+pub const CATALOG: &[Section] = &[
+    Section { section: "", kind: None, doc: "Top-level keys.", params: TOP },
+    Section { section: "topology", kind: None, doc: "Keys of every topology.", params: TOPOLOGY_COMMON },
+    Section { section: "topology", kind: Some("leaf_spine"), doc: "Two-tier leaf-spine.", params: LEAF_SPINE },
+    Section { section: "topology", kind: Some("fat_tree"), doc: "Three-tier k-ary fat-tree (edge, aggregation, core).", params: FAT_TREE },
+    Section { section: "topology", kind: Some("multi_plane"), doc: "Multi-plane two-tier Clos (MRC): one NIC port per plane, T0 per plane per group, T1 per plane.", params: MULTI_PLANE },
+    Section { section: "fabric", kind: None, doc: "Switch behaviour.", params: FABRIC },
+    Section { section: "transport", kind: None, doc: "Keys of every transport.", params: TRANSPORT_COMMON },
+    Section { section: "transport", kind: Some("roce"), doc: "RoCEv2 RC: one 5-tuple per QP, go-back-N, DCQCN.", params: ROCE },
+    Section { section: "transport.dcqcn", kind: None, doc: "DCQCN overrides.", params: DCQCN },
+    Section { section: "workload", kind: None, doc: "Keys of every workload.", params: WORKLOAD_COMMON },
+    Section { section: "workload", kind: Some("flows"), doc: "An explicit list of flows.", params: W_FLOWS },
+    Section { section: "workload", kind: Some("permutation"), doc: "Every host sends to a distinct random other host.", params: W_PERMUTATION },
+    Section { section: "workload", kind: Some("incast"), doc: "N senders to one receiver.", params: W_INCAST },
+    Section { section: "workload", kind: Some("all_to_all"), doc: "Every host to every other.", params: W_ALL_TO_ALL },
+    Section { section: "workload", kind: Some("all_reduce"), doc: "Ring all-reduce in 2(N-1) dependent steps.", params: W_ALL_REDUCE },
+    Section { section: "output", kind: None, doc: "Recording.", params: OUTPUT },
+];
+
+/// The keys of `section` with `kind`, common keys first.
+pub fn params_for(section: &str, kind: &str) -> Vec<&'static Param> {
+    CATALOG
+        .iter()
+        .filter(|s| s.section == section && (s.kind.is_none() || s.kind == Some(kind)))
+        .flat_map(|s| s.params.iter())
+        .collect()
+}
+
+/// Walks one TOML table, taking keys through the schema.
+pub struct Reader<'a> {
+    path: String,
+    table: &'a toml::Table,
+    taken: Vec<&'a str>,
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::String(_) => "a string",
+        Value::Integer(_) => "an integer",
+        Value::Float(_) => "a float",
+        Value::Boolean(_) => "a boolean",
+        Value::Datetime(_) => "a date",
+        Value::Array(_) => "an array",
+        Value::Table(_) => "a table",
+    }
+}
+
+impl<'a> Reader<'a> {
+    /// A reader over `value`, which must be a table, at key path `path`.
+    pub fn new(path: impl Into<String>, value: &'a Value) -> Result<Reader<'a>, ScenarioError> {
+        let path = path.into();
+        match value {
+            Value::Table(table) => Ok(Reader { path, table, taken: Vec::new() }),
+            other => Err(ScenarioError::new(&path, format!("expected a table, got {}", type_name(other)))),
+        }
+    }
+
+    /// The full path of `key`.
+    pub fn path(&self, key: &str) -> String {
+        if self.path.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}.{}", self.path, key)
+        }
+    }
+
+    /// An error about `key`.
+    pub fn error(&self, key: &str, message: impl Into<String>) -> ScenarioError {
+        ScenarioError::new(&self.path(key), message)
+    }
+
+    /// The raw value of `key`, if present, without marking it as used.
+    pub fn raw_peek(&self, key: &str) -> Option<&'a Value> {
+        self.table.get(key)
+    }
+
+    /// The raw value of `key`, if present (marks it as used).
+    pub fn raw(&mut self, key: &'a str) -> Option<&'a Value> {
+        let v = self.table.get(key)?;
+        self.taken.push(key);
+        Some(v)
+    }
+
+    fn expect<T>(&self, key: &str, v: &Value, what: &str) -> Result<T, ScenarioError> {
+        Err(self.error(key, format!("expected {what}, got {}", type_name(v))))
+    }
+
+    /// An integer in `min..=max`, or `default` if absent.
+    pub fn int(&mut self, key: &'a str, default: i64, min: i64, max: i64) -> Result<i64, ScenarioError> {
+        let Some(v) = self.raw(key) else { return Ok(default) };
+        let Value::Integer(i) = v else { return self.expect(key, v, "an integer") };
+        if *i < min || *i > max {
+            return Err(self.error(key, format!("must be between {min} and {max}, got {i}")));
+        }
+        Ok(*i)
+    }
+
+    /// An optional integer in `min..=max`.
+    pub fn opt_int(&mut self, key: &'a str, min: i64, max: i64) -> Result<Option<i64>, ScenarioError> {
+        if self.table.contains_key(key) {
+            self.int(key, 0, min, max).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// A number in `min..=max` (integers accepted), or `default`.
+    pub fn float(&mut self, key: &'a str, default: f64, min: f64, max: f64) -> Result<f64, ScenarioError> {
+        let Some(v) = self.raw(key) else { return Ok(default) };
+        let x = match v {
+            Value::Float(f) => *f,
+            Value::Integer(i) => *i as f64,
+            other => return self.expect(key, other, "a number"),
+        };
+        if !(min..=max).contains(&x) {
+            return Err(self.error(key, format!("must be between {min} and {max}, got {x}")));
+        }
+        Ok(x)
+    }
+
+    /// A boolean, or `default`.
+    pub fn bool(&mut self, key: &'a str, default: bool) -> Result<bool, ScenarioError> {
+        match self.raw(key) {
+            None => Ok(default),
+            Some(Value::Boolean(b)) => Ok(*b),
+            Some(v) => self.expect(key, v, "true or false"),
+        }
+    }
+
+    /// A string, or `default`.
+    pub fn string(&mut self, key: &'a str, default: &str) -> Result<String, ScenarioError> {
+        match self.raw(key) {
+            None => Ok(default.to_string()),
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(v) => self.expect(key, v, "a string"),
+        }
+    }
+
+    /// One of `choices`, or `default` (`""` = required).
+    pub fn choice(&mut self, key: &'a str, default: &str, choices: &[&str]) -> Result<String, ScenarioError> {
+        let allowed = choices.join(", ");
+        match self.raw(key) {
+            None if default.is_empty() => Err(self.error(key, format!("is required (one of: {allowed})"))),
+            None => Ok(default.to_string()),
+            Some(Value::String(s)) if choices.contains(&s.as_str()) => Ok(s.clone()),
+            Some(Value::String(s)) => Err(self.error(key, format!("unknown value \"{s}\" (allowed: {allowed})"))),
+            Some(v) => self.expect(key, v, &format!("one of: {allowed}")),
+        }
+    }
+
+    fn unit<T>(&mut self, key: &'a str, parse: fn(&str) -> Result<T, String>) -> Result<Option<T>, ScenarioError> {
+        match self.raw(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => parse(s).map(Some).map_err(|m| self.error(key, m)),
+            Some(v) => self.expect(key, v, "a string with a unit"),
+        }
+    }
+
+    /// A rate, if present.
+    pub fn rate(&mut self, key: &'a str) -> Result<Option<Rate>, ScenarioError> {
+        self.unit(key, parse_rate)
+    }
+
+    /// A duration, if present.
+    pub fn duration(&mut self, key: &'a str) -> Result<Option<Dur>, ScenarioError> {
+        self.unit(key, parse_duration)
+    }
+
+    /// A size (a string with a unit or an integer number of bytes), if present.
+    pub fn size(&mut self, key: &'a str) -> Result<Option<u64>, ScenarioError> {
+        match self.table.get(key) {
+            Some(Value::Integer(i)) => {
+                self.taken.push(key);
+                if *i < 0 {
+                    Err(self.error(key, format!("must not be negative, got {i}")))
+                } else {
+                    Ok(Some(*i as u64))
+                }
+            }
+            _ => self.unit(key, parse_size),
+        }
+    }
+
+    /// A required size of at least one byte.
+    pub fn required_size(&mut self, key: &'a str) -> Result<u64, ScenarioError> {
+        match self.size(key)? {
+            None => Err(self.error(key, "is required (a size such as \"2MB\")")),
+            Some(0) => Err(self.error(key, "must be at least 1 byte")),
+            Some(s) => Ok(s),
+        }
+    }
+
+    /// Fails on any key not taken so far, listing the keys `allowed`.
+    pub fn finish(&self, allowed: &[&Param]) -> Result<(), ScenarioError> {
+        for key in self.table.keys() {
+            if !self.taken.contains(&key.as_str()) {
+                let names: Vec<&str> = allowed.iter().map(|p| p.key).collect();
+                return Err(self.error(key, format!("unknown key (allowed here: {})", names.join(", "))));
+            }
+        }
+        Ok(())
+    }
+}

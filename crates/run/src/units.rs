@@ -1,0 +1,104 @@
+//! Units in scenario files: rates (`"100Gbps"`), durations (`"250us"`) and sizes
+//! (`"8MB"` = 8·10^6 bytes, `"8MiB"` = 8·2^20 bytes).
+
+use fabricsim_engine::{Dur, Rate};
+
+const RATE_UNITS: &[(&str, f64)] = &[("bps", 1.0), ("kbps", 1e3), ("mbps", 1e6), ("gbps", 1e9), ("tbps", 1e12)];
+const DUR_UNITS: &[(&str, f64)] = &[("ps", 1.0), ("ns", 1e3), ("us", 1e6), ("ms", 1e9), ("s", 1e12)];
+const SIZE_UNITS: &[(&str, f64)] = &[
+    ("b", 1.0),
+    ("kb", 1e3),
+    ("mb", 1e6),
+    ("gb", 1e9),
+    ("tb", 1e12),
+    ("kib", 1024.0),
+    ("mib", 1048576.0),
+    ("gib", 1073741824.0),
+    ("tib", 1099511627776.0),
+];
+
+/// Splits `"12.5Gbps"` into `12.5` and `"gbps"` and scales by the unit's factor.
+fn scaled(s: &str, units: &[(&str, f64)]) -> Option<f64> {
+    let s = s.trim();
+    let split = s.find(|c: char| c.is_ascii_alphabetic())?;
+    let (num, unit) = s.split_at(split);
+    let num = num.trim();
+    if num.is_empty() || num.starts_with('-') || num.starts_with('+') {
+        return None;
+    }
+    let v: f64 = num.parse().ok()?;
+    let unit = unit.trim().to_ascii_lowercase();
+    let factor = units.iter().find(|(u, _)| *u == unit)?.1;
+    let x = v * factor;
+    (x.is_finite() && x >= 0.0 && x < 1.8e19).then_some(x)
+}
+
+/// Parses a rate such as `"100Gbps"`.
+pub fn parse_rate(s: &str) -> Result<Rate, String> {
+    scaled(s, RATE_UNITS)
+        .filter(|&x| x >= 1.0)
+        .map(|x| Rate(x.round() as u64))
+        .ok_or_else(|| format!("expected a positive rate such as \"100Gbps\" (units: bps, Kbps, Mbps, Gbps, Tbps), got \"{s}\""))
+}
+
+/// Parses a duration such as `"1us"`.
+pub fn parse_duration(s: &str) -> Result<Dur, String> {
+    scaled(s, DUR_UNITS)
+        .map(|x| Dur(x.round() as u64))
+        .ok_or_else(|| format!("expected a duration such as \"1us\" (units: ps, ns, us, ms, s), got \"{s}\""))
+}
+
+/// Parses a size such as `"8MB"` (decimal) or `"8MiB"` (binary).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    scaled(s, SIZE_UNITS)
+        .map(|x| x.round() as u64)
+        .ok_or_else(|| format!("expected a size such as \"8MB\" or \"4KiB\" (units: B, KB, MB, GB, KiB, MiB, GiB), got \"{s}\""))
+}
+
+/// Formats bytes the way scenario files write them (for documentation).
+pub fn fmt_size(b: u64) -> String {
+    for (unit, f) in [("GB", 1_000_000_000u64), ("MB", 1_000_000), ("KB", 1_000)] {
+        if b >= f && b % f == 0 {
+            return format!("{}{unit}", b / f);
+        }
+    }
+    format!("{b}B")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_durations_and_sizes_parse_with_their_units() {
+        assert_eq!(parse_rate("100Gbps").unwrap(), Rate::gbps(100));
+        assert_eq!(parse_rate("12.5Gbps").unwrap(), Rate(12_500_000_000));
+        assert_eq!(parse_rate("400 Mbps").unwrap(), Rate::mbps(400));
+        assert_eq!(parse_duration("1us").unwrap(), Dur::from_us(1));
+        assert_eq!(parse_duration("2.5ms").unwrap(), Dur(2_500_000_000));
+        assert_eq!(parse_duration("0ns").unwrap(), Dur::ZERO);
+        assert_eq!(parse_size("8MB").unwrap(), 8_000_000);
+        assert_eq!(parse_size("8MiB").unwrap(), 8 << 20);
+        assert_eq!(parse_size("4096B").unwrap(), 4096);
+        assert_eq!(parse_size("1.5KB").unwrap(), 1500);
+    }
+
+    #[test]
+    fn nonsense_is_refused_with_the_allowed_units() {
+        let e = parse_rate("fast").unwrap_err();
+        assert!(e.contains("Gbps") && e.contains("\"fast\""), "{e}");
+        assert!(parse_rate("-5Gbps").is_err());
+        assert!(parse_rate("0Gbps").is_err());
+        assert!(parse_rate("100").is_err());
+        assert!(parse_duration("1 fortnight").is_err());
+        assert!(parse_size("-8MB").is_err());
+        assert!(parse_size("8XB").is_err());
+        assert!(parse_size("MB").is_err());
+    }
+
+    #[test]
+    fn sizes_print_in_scenario_units() {
+        assert_eq!(fmt_size(8_000_000), "8MB");
+        assert_eq!(fmt_size(4096), "4096B");
+    }
+}

@@ -1,0 +1,108 @@
+//! Analytic expectations: a lone flow's completion time, a saturated bottleneck.
+
+mod common;
+
+use common::*;
+use fabricsim_engine::{Dur, Rate};
+use rstest::rstest;
+
+/// Wire bytes of a RoCE WRITE of `size` bytes at MTU 4096: 102 bytes of Ethernet,
+/// IPv6, UDP, BTH, ICRC, FCS, preamble and gap per packet, plus a 16-byte RETH once.
+fn write_wire_bytes(size: u64) -> (u64, u64) {
+    let n = size.div_ceil(4096);
+    let last = size - (n - 1) * 4096 + 102 + if n == 1 { 16 } else { 0 };
+    (size + n * 102 + 16, last)
+}
+
+#[rstest]
+// Same leaf: host link, leaf, host link.
+#[case::same_leaf("leaf_spine", "leaves = 2\nspines = 2\nhosts_per_leaf = 4", 1, "100Gbps", 1, 2)]
+// Across the spine: 4 links, 3 switches.
+#[case::across_spines("leaf_spine", "leaves = 2\nspines = 2\nhosts_per_leaf = 4", 5, "100Gbps", 3, 4)]
+// Across pods of a k=4 fat-tree: 6 links, 5 switches.
+#[case::across_pods("fat_tree", "k = 4", 15, "100Gbps", 5, 6)]
+// A faster fabric: the last frame crosses the 400G core quicker.
+#[case::fast_fabric("fat_tree", "k = 4", 15, "400Gbps", 5, 6)]
+fn a_lone_flow_takes_serialization_plus_path_latency(
+    #[case] kind: &str,
+    #[case] shape: &str,
+    #[case] dst: u32,
+    #[case] fabric_link: &str,
+    #[case] switches: u64,
+    #[case] links: u64,
+    #[values(1u64, 4096, 1_000_000, 3_333_333)] size: u64,
+) {
+    let (sim, r) = run(&format!(
+        "[topology]\nkind = \"{kind}\"\n{shape}\nfabric_link = \"{fabric_link}\"\n\
+         [[workload]]\nkind = \"flows\"\nflows = [{{ src = 0, dst = {dst}, size = {size} }}]"
+    ));
+    let (wire, last) = write_wire_bytes(size);
+    let host = Rate::gbps(100);
+    let fab = fabricsim_run::units::parse_rate(fabric_link).unwrap();
+    let d = Dur::from_us(1).mul(links);
+    let expected = if size <= 4096 {
+        // One frame: stored and forwarded whole at every switch.
+        host.tx_time(last) + d + fab.tx_time(last).mul(switches - 1) + host.tx_time(last)
+    } else {
+        // Store and forward of a back-to-back train: the short last frame waits at
+        // every switch behind the frame ahead of it, which leaves one full frame's
+        // serialization after arriving. The first frame is 16 bytes (its RETH)
+        // longer: at every hop it closes its gap to the next frame by those bytes'
+        // serialization, and a hop no faster than the source turns the accumulated
+        // shortfall into delay for the whole train. Together each switch adds the
+        // *first* frame's serialization at its egress rate; the last frame then
+        // follows down the host link.
+        let first = 4096 + 102 + 16;
+        host.tx_time(wire - last) + d + fab.tx_time(first).mul(switches - 1) + host.tx_time(first) + host.tx_time(last)
+    };
+    let fct = col_i64(&r, "fct_ns")[0];
+    assert_eq!(fct, expected.as_ns() as i64, "size {size}: {} ns expected", expected.as_ns());
+    assert_eq!(col_u64(&r.flows, "ideal_fct_ns")[0], expected.as_ns());
+    assert_eq!(sim.fabric.totals.ecn_marks, 0);
+    assert_eq!(r.summary["retransmitted_packets"], 0);
+}
+
+const INCAST: &str = r#"
+[topology]
+kind = "leaf_spine"
+leaves = 3
+spines = 2
+hosts_per_leaf = 4
+switch_buffer = "4MB"
+[transport]
+kind = "roce"
+cc = "none"
+[workload]
+kind = "incast"
+senders = [1, 2, 3, 4, 5, 6, 7, 8]
+receiver = 0
+size = "2MB"
+"#;
+
+#[test]
+fn incast_with_pfc_is_lossless_keeps_the_bottleneck_busy_and_shares_it() {
+    let (sim, r) = run(&INCAST.replace("[transport]", "[fabric]\npfc = true\necn = false\n[transport]"));
+    assert_eq!(r.summary["drops"], 0, "PFC must not drop");
+    assert!(r.summary["pfc_pauses"].as_u64().unwrap() > 0, "8:1 into 4MB must pause");
+    let (wire, _) = write_wire_bytes(2_000_000);
+    let busy = Rate::gbps(100).tx_time(8 * wire);
+    let last = col_i64(&r, "finish_ns").into_iter().max().unwrap();
+    // The receiver's link never idles: the incast ends within a few microseconds of
+    // the time needed to push all 8 flows through one 100G link.
+    assert!(last as u64 >= busy.as_ns(), "{last} < {}", busy.as_ns());
+    assert!((last as u64) < busy.as_ns() + 20_000, "bottleneck idled: {last} ns vs {} ns", busy.as_ns());
+    let thr: Vec<f64> = col_i64(&r, "fct_ns").iter().map(|&f| 2e6 / f as f64).collect();
+    let j = jain(&thr);
+    println!("Jain's index of the 8 incast flows with PFC: {j:.3}");
+    assert!(j > 0.8, "flows must share the bottleneck: Jain {j:.3}");
+    assert_eq!(sim.fabric.totals.buffer_drops, 0);
+}
+
+#[test]
+fn incast_without_pfc_drops_and_go_back_n_still_delivers_every_byte() {
+    let (_, r) = run(&INCAST.replace("[transport]", "[fabric]\npfc = false\necn = false\n[transport]\nrto = \"200us\""));
+    assert!(r.summary["drops_by_cause"]["buffer"].as_u64().unwrap() > 0, "a 4MB buffer must overflow");
+    assert!(r.summary["retransmitted_packets"].as_u64().unwrap() > 0);
+    assert_eq!(r.summary["flows"]["unfinished"], 0);
+    assert_eq!(r.summary["bytes_delivered"], r.summary["bytes_offered"]);
+}

@@ -1,0 +1,191 @@
+//! The mechanisms' expected behaviour at small scale: DCQCN keeps queues near the ECN
+//! thresholds, ECMP collides like balls into bins, bytes are conserved under loss, and
+//! runs are deterministic.
+
+mod common;
+
+use common::*;
+use fabricsim_fabric::PortKind;
+use fabricsim_run::Column;
+use proptest::prelude::*;
+
+/// The sampled data-queue depth of the port called `name`, over time.
+fn queue_series(sim: &fabricsim_run::Sim, r: &fabricsim_run::RunResult, name: &str) -> Vec<(u64, u64)> {
+    let id = r.port_names.iter().position(|n| n == name).unwrap_or_else(|| panic!("no port {name}")) as u32;
+    let Some(Column::U32(ports)) = r.ports.get("port_id") else { panic!() };
+    let t = col_u64(&r.ports, "time_ns");
+    let q = col_u64(&r.ports, "queue_max_bytes");
+    let _ = sim;
+    (0..ports.len()).filter(|&i| ports[i] == id).map(|i| (t[i], q[i])).collect()
+}
+
+const DCQCN_INCAST: &str = r#"
+[topology]
+kind = "leaf_spine"
+leaves = 1
+spines = 1
+hosts_per_leaf = 9
+[fabric]
+pfc = true
+ecn = { kmin = "40KB", kmax = "160KB", pmax = 0.2 }
+[transport]
+kind = "roce"
+cc = "CC"
+[workload]
+kind = "incast"
+senders = 8
+receiver = 0
+size = "12MB"
+[output]
+sample_interval = "10us"
+"#;
+
+#[test]
+fn dcqcn_keeps_the_incast_queue_near_the_ecn_thresholds() {
+    let (sim, r) = run(&DCQCN_INCAST.replace("CC", "dcqcn"));
+    assert_eq!(r.summary["flows"]["unfinished"], 0);
+    let series = queue_series(&sim, &r, "leaf[0].down[0]");
+    let end = *series.iter().map(|(t, _)| t).max().unwrap();
+    // Once rates have converged (after the first few hundred microseconds) the
+    // bottleneck queue oscillates around Kmin..Kmax instead of growing.
+    let settled: Vec<u64> = series.iter().filter(|(t, _)| *t > 1_000_000 && *t < end - 200_000).map(|s| s.1).collect();
+    assert!(settled.len() > 50, "too few samples: {}", settled.len());
+    let mut sorted = settled.clone();
+    sorted.sort();
+    let median = sorted[sorted.len() / 2];
+    let p90 = sorted[sorted.len() * 9 / 10];
+    println!("DCQCN incast queue: median {median} B, p90 {p90} B, max {}", sorted[sorted.len() - 1]);
+    assert!(median <= 240_000, "median queue {median} B, well above Kmax = 160KB");
+    assert!(p90 <= 400_000, "p90 queue {p90} B");
+    assert!(r.summary["cnps"].as_u64().unwrap() > 100);
+
+    // Without congestion control the same incast fills the buffer up to PFC.
+    let (sim2, r2) = run(&DCQCN_INCAST.replace("CC", "none"));
+    let uncontrolled = queue_series(&sim2, &r2, "leaf[0].down[0]").iter().map(|s| s.1).max().unwrap();
+    println!("without DCQCN: max queue {uncontrolled} B, {} PAUSEs", r2.summary["pfc_pauses"]);
+    assert!(uncontrolled > 4 * p90, "DCQCN must be what keeps the queue short ({uncontrolled} vs {p90})");
+}
+
+fn permutation(seed: u64) -> String {
+    format!(
+        "seed = {seed}\n[topology]\nkind = \"fat_tree\"\nk = 8\n[fabric]\necn = false\n\
+         [transport]\nkind = \"roce\"\ncc = \"none\"\n[workload]\nkind = \"permutation\"\nsize = \"1MB\"\n[output]\nsample_interval = \"0us\""
+    )
+}
+
+#[test]
+fn ecmp_collisions_follow_balls_into_bins_and_halve_colliding_flows() {
+    // At each edge switch the 4 hosts' flows leave on 4 uplinks chosen by hash: the
+    // number of flows per uplink is Binomial(flows leaving, 1/4).
+    let mut observed = [0u64; 5];
+    let mut total = 0u64;
+    let mut half_rate = 0usize;
+    let mut line_rate = 0usize;
+    let seeds = 12;
+    for seed in 1..=seeds {
+        let (sim, r) = run(&permutation(seed));
+        // One 1MB flow puts this many bytes on each link it crosses.
+        let flow_bytes: u64 = 1_000_000 + 245 * 102 + 16;
+        for p in &sim.fabric.ports {
+            let node = &sim.fabric.nodes[p.node as usize];
+            if p.kind == PortKind::Up && node.tier == 1 {
+                // ACKs of flows coming the other way add about 2.5%: round.
+                let n = ((p.stats.tx_bytes as f64) / flow_bytes as f64).round() as usize;
+                observed[n.min(4)] += 1;
+                total += 1;
+            }
+        }
+        let slow = col_f64(&r.flows, "slowdown");
+        half_rate += slow.iter().filter(|&&s| s > 1.8).count();
+        line_rate += slow.iter().filter(|&&s| s < 1.05).count();
+    }
+    // Flows leave an edge unless their destination is under the same edge (3 of 127).
+    let m = 4.0 * 124.0 / 127.0;
+    let p: f64 = 0.25;
+    let binom = |k: i32| {
+        let c = [1.0, 4.0, 6.0, 4.0, 1.0][k as usize];
+        c * p.powi(k) * (1.0 - p).powi(4 - k)
+    };
+    for k in 0..5 {
+        let frac = observed[k] as f64 / total as f64;
+        println!("uplinks carrying {k} flows: {frac:.3} (balls into bins {:.3})", binom(k as i32));
+        assert!((frac - binom(k as i32)).abs() < 0.05, "k={k}: observed {frac:.3}, expected {:.3}", binom(k as i32));
+    }
+    let mean: f64 = (0..5).map(|k| k as f64 * observed[k] as f64).sum::<f64>() / total as f64;
+    assert!((mean - m / 4.0 * 1.0).abs() < 0.1, "mean flows per uplink {mean}");
+    let flows = seeds as usize * 128;
+    println!("flows at line rate: {line_rate}/{flows}, at half rate or worse: {half_rate}/{flows}");
+    // A flow crosses up to four hashed links (edge and aggregation uplinks, then the
+    // core and aggregation downlinks it lands on); it runs at line rate only if it is
+    // alone on all of them, which (3/4)^3 per hashed hop makes rare but not absent.
+    assert!(half_rate > flows / 2, "collisions must halve most flows");
+    assert!(line_rate > flows / 50, "flows that collide nowhere run at line rate");
+}
+
+#[test]
+fn same_seed_same_results_other_seed_other_ecmp_choices() {
+    let (_, a) = run(&permutation(7));
+    let (_, b) = run(&permutation(7));
+    assert_eq!(a.flows, b.flows);
+    assert_eq!(a.summary, b.summary);
+    let (_, c) = run(&permutation(8));
+    assert_ne!(col_i64(&a, "fct_ns"), col_i64(&c, "fct_ns"));
+}
+
+fn conservation_scenario(seed: u64, loss: f64, pfc: bool, transport: &str) -> String {
+    format!(
+        r#"seed = {seed}
+[topology]
+kind = "leaf_spine"
+leaves = 3
+spines = 2
+hosts_per_leaf = 3
+switch_buffer = "1MB"
+[fabric]
+pfc = {pfc}
+link_loss = {loss}
+[transport]
+{transport}
+[[workload]]
+kind = "permutation"
+size = "300KB"
+[[workload]]
+kind = "incast"
+senders = 4
+receiver = 2
+size = "200KB"
+[[workload]]
+kind = "all_reduce"
+hosts = 4
+size = "400KB"
+start = "5us"
+[[workload]]
+kind = "flows"
+flows = [{{ src = 1, dst = 7, size = 1 }}, {{ src = 8, dst = 0, size = "4097B", start = "3us" }}]
+"#
+    )
+}
+
+const TRANSPORTS: &[&str] = &["kind = \"roce\"\nrto = \"100us\"\nretry_limit = 1000", "kind = \"roce\"\ncc = \"none\"\nrto = \"100us\"\nretry_limit = 1000"];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    /// Every byte an application sends is placed at the receiver exactly once, for
+    /// every transport and workload, with or without PFC and random link loss.
+    #[test]
+    fn bytes_are_conserved_under_random_loss(seed in 0u64..1_000_000, loss in prop::sample::select(vec![0.0, 0.001, 0.01]), pfc: bool, t in 0..TRANSPORTS.len()) {
+        let (sim, r) = run(&conservation_scenario(seed, loss, pfc, TRANSPORTS[t]));
+        let unfinished = r.summary["flows"]["unfinished"].as_u64().unwrap();
+        prop_assert_eq!(unfinished, 0, "seed {} loss {} pfc {}: {}", seed, loss, pfc, r.summary);
+        prop_assert_eq!(&r.summary["bytes_delivered"], &r.summary["bytes_offered"]);
+        // Exactly once per connection: each responder placed its messages' bytes.
+        for (c, _) in sim.plan.conns.iter().enumerate() {
+            let expected: u64 = sim.plan.messages.iter().filter(|m| m.conn as usize == c).map(|m| m.size).sum();
+            let placed: u64 = sim.endpoint_stats().enumerate().filter(|(i, (_, resp))| *resp && (*i as u64 / 2) == c as u64).map(|(_, (s, _))| s.bytes_placed).sum();
+            prop_assert_eq!(placed, expected, "connection {}", c);
+        }
+        if loss > 0.0 {
+            prop_assert!(r.summary["drops"].as_u64().unwrap() > 0);
+        }
+    }
+}
