@@ -1,1 +1,174 @@
-//! stub
+//! fabricsim's Python binding: a thin layer over `fabricsim-run`.
+//!
+//! It parses scenarios, runs them with the GIL released, reports progress on stderr,
+//! honours Ctrl-C, and hands results to Python as typed column buffers (turned into
+//! pandas DataFrames by `fabricsim.results`). Every scenario error becomes one Python
+//! exception type, `fabricsim.ScenarioError`, with the core's message unchanged; no
+//! Rust panic crosses this boundary as anything but `RuntimeError`.
+
+use fabricsim_run::{schema, Column, Ending, Progress, RunResult, Scenario, ScenarioError as CoreError, Table};
+use pyo3::create_exception;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+create_exception!(_core, ScenarioError, pyo3::exceptions::PyValueError, "A scenario that cannot be run; the message names the key and the allowed values.");
+
+/// Converts core errors to `ScenarioError` in one place (tokenizers' `ToPyResult`).
+fn to_py(e: CoreError) -> PyErr {
+    ScenarioError::new_err(e.to_string())
+}
+
+fn parse(text: &str, format: &str, seed: Option<u64>) -> PyResult<Scenario> {
+    let sc = match format {
+        "toml" => Scenario::from_toml(text),
+        "json" => Scenario::from_json(text),
+        other => return Err(ScenarioError::new_err(format!("format: unknown value \"{other}\" (allowed: toml, json)"))),
+    }
+    .map_err(to_py)?;
+    Ok(match seed {
+        Some(s) => sc.with_seed(s),
+        None => sc,
+    })
+}
+
+fn column<'py>(py: Python<'py>, col: &Column) -> PyResult<Bound<'py, PyAny>> {
+    fn bytes<'p, T: Copy>(py: Python<'p>, v: &[T]) -> Bound<'p, PyBytes> {
+        // Plain little-endian numbers (every supported platform); numpy reads them
+        // back with `frombuffer` without a copy per element.
+        let raw = unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) };
+        PyBytes::new(py, raw)
+    }
+    Ok(match col {
+        Column::U32(v) => ("<u4", bytes(py, v)).into_pyobject(py)?.into_any(),
+        Column::U64(v) => ("<u8", bytes(py, v)).into_pyobject(py)?.into_any(),
+        Column::I64(v) => ("<i8", bytes(py, v)).into_pyobject(py)?.into_any(),
+        Column::F64(v) => ("<f8", bytes(py, v)).into_pyobject(py)?.into_any(),
+        Column::Str(v) => PyList::new(py, v)?.into_any(),
+    })
+}
+
+fn table<'py>(py: Python<'py>, t: &Table) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::empty(py);
+    for (name, col) in &t.columns {
+        out.append((*name, column(py, col)?))?;
+    }
+    Ok(out)
+}
+
+fn result_dict<'py>(py: Python<'py>, r: &RunResult, wall: f64) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("flows", table(py, &r.flows)?)?;
+    d.set_item("ports", table(py, &r.ports)?)?;
+    d.set_item("collectives", table(py, &r.collectives)?)?;
+    d.set_item("port_names", PyList::new(py, &r.port_names)?)?;
+    d.set_item("summary", serde_json::to_string(&r.summary).map_err(|e| PyRuntimeError::new_err(e.to_string()))?)?;
+    d.set_item("wall_seconds", wall)?;
+    Ok(d)
+}
+
+/// Draws the progress line on stderr: simulated time, wall time, events per second.
+fn draw(p: &Progress, wall: f64, done: bool) {
+    let rate = if wall > 0.0 { p.events as f64 / wall / 1e6 } else { 0.0 };
+    let line = format!(
+        "\r  sim {:>10.3} ms | wall {:>7.1} s | {:>6.2} M events/s | {:>6.2} M hops/s | flows {}/{}{}",
+        p.sim_time.ps() as f64 * 1e-9,
+        wall,
+        rate,
+        if wall > 0.0 { p.packet_hops as f64 / wall / 1e6 } else { 0.0 },
+        p.flows_done,
+        p.flows_total,
+        if done { "\n" } else { "   " }
+    );
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(line.as_bytes());
+    let _ = err.flush();
+}
+
+/// Runs a scenario and returns its result tables.
+///
+/// `text` is the scenario in `format` ("toml" or "json"); `seed` overrides its seed;
+/// `progress` draws a progress line on stderr.
+#[pyfunction]
+#[pyo3(signature = (text, format = "toml", seed = None, progress = false))]
+fn run<'py>(py: Python<'py>, text: &str, format: &str, seed: Option<u64>, progress: bool) -> PyResult<Bound<'py, PyDict>> {
+    let sc = parse(text, format, seed)?;
+    let t0 = Instant::now();
+    let (result, interrupted) = py.detach(move || {
+        let mut last_draw = Instant::now();
+        let mut last_signal = Instant::now();
+        let mut interrupted: Option<PyErr> = None;
+        let mut tick = |p: &Progress| {
+            let now = Instant::now();
+            if now.duration_since(last_signal) > Duration::from_millis(100) {
+                last_signal = now;
+                if let Err(e) = Python::attach(|py| py.check_signals()) {
+                    interrupted = Some(e);
+                    return false;
+                }
+            }
+            if progress && now.duration_since(last_draw) > Duration::from_millis(250) {
+                last_draw = now;
+                draw(p, t0.elapsed().as_secs_f64(), false);
+            }
+            true
+        };
+        let r = fabricsim_run::run(sc, &mut tick);
+        (r, interrupted)
+    });
+    if let Some(e) = interrupted {
+        if progress {
+            eprintln!();
+        }
+        return Err(e);
+    }
+    let r = result.map_err(to_py)?;
+    let wall = t0.elapsed().as_secs_f64();
+    if progress {
+        let s = &r.summary;
+        let p = Progress {
+            sim_time: fabricsim_engine::Time(s["sim_time_ns"].as_u64().unwrap_or(0) * 1000),
+            events: s["events"].as_u64().unwrap_or(0),
+            packet_hops: s["packet_hops"].as_u64().unwrap_or(0),
+            flows_done: s["flows"]["finished"].as_u64().unwrap_or(0) as usize,
+            flows_total: s["flows"]["total"].as_u64().unwrap_or(0) as usize,
+        };
+        draw(&p, wall, true);
+    }
+    debug_assert!(r.ending != Ending::Cancelled);
+    result_dict(py, &r, wall)
+}
+
+/// Checks a scenario without running it; returns a short description.
+#[pyfunction]
+#[pyo3(signature = (text, format = "toml"))]
+fn validate<'py>(py: Python<'py>, text: &str, format: &str) -> PyResult<Bound<'py, PyDict>> {
+    let sc = parse(text, format, None)?;
+    let (hosts, conns, msgs) = py.detach(|| fabricsim_run::validate(&sc)).map_err(to_py)?;
+    let d = PyDict::new(py);
+    d.set_item("name", &sc.name)?;
+    d.set_item("hosts", hosts)?;
+    d.set_item("connections", conns)?;
+    d.set_item("flows", msgs)?;
+    d.set_item("transport", sc.transport.kind())?;
+    Ok(d)
+}
+
+/// The scenario schema (every section, kind and key) as JSON.
+#[pyfunction]
+fn catalog() -> PyResult<String> {
+    serde_json::to_string(schema::CATALOG).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+}
+
+/// The Rust core of fabricsim.
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(catalog, m)?)?;
+    m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

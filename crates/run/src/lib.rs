@@ -67,6 +67,14 @@ pub struct RunResult {
     pub ending: Ending,
 }
 
+/// Checks everything about `scenario` that running it would check (topology, hosts
+/// named by workloads) without simulating. Returns the number of hosts, connections
+/// and messages.
+pub fn validate(scenario: &Scenario) -> Result<(u32, usize, usize), ScenarioError> {
+    let sim = Sim::new(scenario.clone())?;
+    Ok((sim.fabric.hosts(), sim.plan.conns.len(), sim.plan.messages.len()))
+}
+
 /// Builds and runs `scenario`, reporting progress every 65,536 events (return `false`
 /// from `progress` to stop early).
 pub fn run(scenario: Scenario, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<RunResult, ScenarioError> {

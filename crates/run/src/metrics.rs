@@ -238,7 +238,7 @@ pub fn summary(sim: &Sim, ending: Ending) -> Value {
         "seed": sc.seed,
         "transport": sc.transport.kind(),
         "hosts": sim.fabric.hosts(),
-        "ending": match ending { Ending::AllFinished => "all_finished", Ending::StopTime => "stop_time", Ending::Stalled => "stalled" },
+        "ending": match ending { Ending::AllFinished => "all_finished", Ending::StopTime => "stop_time", Ending::Stalled => "stalled", Ending::Cancelled => "cancelled" },
         "sim_time_ns": sim.now().as_ns(),
         "events": sim.events(),
         "packet_hops": tot.packet_hops,

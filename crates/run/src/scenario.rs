@@ -72,6 +72,16 @@ impl Scenario {
         Scenario::from_value(&doc)
     }
 
+    /// The same scenario under another seed (every random stream changes).
+    pub fn with_seed(mut self, seed: u64) -> Scenario {
+        self.seed = seed;
+        self.fabric.seed = seed;
+        if let serde_json::Value::Object(o) = &mut self.document {
+            o.insert("seed".into(), seed.into());
+        }
+        self
+    }
+
     /// Parses JSON text with the same structure as the TOML format.
     pub fn from_json(text: &str) -> Result<Scenario, ScenarioError> {
         let doc: Value = serde_json::from_str(text).map_err(|e| ScenarioError::new("", format!("not a valid scenario object: {e}")))?;

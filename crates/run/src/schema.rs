@@ -85,12 +85,12 @@ pub const WORKLOAD_KINDS: &[&str] = &["flows", "permutation", "incast", "all_to_
 pub const TOP: &[Param] = &[
     p("name", Ty::Str, "\"scenario\"", "Name of the scenario, used in output folder names."),
     p("seed", Ty::Int, "1", "Seed of every random stream (ECMP seeds, source ports, permutations, loss)."),
-    p("stop", Ty::Duration, "when every flow has finished", "Stop simulating at this time even if flows remain (they are reported unfinished)."),
+    p("stop", Ty::Duration, "none", "Stop simulating at this time even if flows remain (they are reported unfinished). Default: run until every flow has finished."),
     p("topology", Ty::Table, "", "The fabric's shape and links."),
-    p("fabric", Ty::Table, "", "Switch behaviour: buffers, ECN, PFC, trimming, routing."),
-    p("transport", Ty::Table, "", "The protocol every connection uses."),
+    p("fabric", Ty::Table, "see [fabric]", "Switch behaviour: buffers, ECN, PFC, trimming, routing."),
+    p("transport", Ty::Table, "kind = \"roce\"", "The protocol every connection uses."),
     p("workload", Ty::List, "", "One table or an array of tables of traffic."),
-    p("output", Ty::Table, "", "What the run records."),
+    p("output", Ty::Table, "see [output]", "What the run records."),
 ];
 
 /// Keys every topology has.

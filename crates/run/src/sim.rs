@@ -73,6 +73,8 @@ pub enum Ending {
     StopTime,
     /// Nothing was left to happen but some messages never completed.
     Stalled,
+    /// The progress callback asked to stop.
+    Cancelled,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -322,7 +324,7 @@ impl Sim {
                 return Ending::AllFinished;
             }
             if self.q.popped() & 0xFFFF == 0 && !progress(&self.progress()) {
-                return Ending::StopTime;
+                return Ending::Cancelled;
             }
         }
     }

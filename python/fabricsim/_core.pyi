@@ -1,0 +1,19 @@
+"""Type stubs for fabricsim's Rust core (``fabricsim._core``)."""
+
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+__version__: str
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be run; the message names the key and the allowed values."""
+
+Column = Union[Tuple[str, bytes], List[str]]
+
+def run(text: str, format: str = "toml", seed: Optional[int] = None, progress: bool = False) -> Dict[str, Any]:
+    """Run a scenario; returns the result tables as typed column buffers."""
+
+def validate(text: str, format: str = "toml") -> Dict[str, Any]:
+    """Check a scenario without running it."""
+
+def catalog() -> str:
+    """The scenario schema as JSON."""

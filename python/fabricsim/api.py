@@ -1,0 +1,67 @@
+"""The Python API: run and validate scenarios given as files, TOML text or dicts."""
+
+from __future__ import annotations
+
+import json
+import os
+from importlib import resources
+from pathlib import Path
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
+
+from . import _core
+from ._core import ScenarioError
+from .results import Result
+
+ScenarioLike = Union[str, "os.PathLike[str]", Mapping[str, Any]]
+
+
+def default_scenario() -> Path:
+    """Path of the bundled default scenario."""
+    return Path(str(resources.files("fabricsim") / "scenarios" / "default.toml"))
+
+
+def load(scenario: ScenarioLike) -> Tuple[str, str, Optional[Path]]:
+    """Turns a scenario argument into ``(text, format, source path)``.
+
+    A mapping is sent as JSON; a path (or a string naming an existing file) is read;
+    any other string containing ``=`` or a newline is taken as TOML text.
+    """
+    if isinstance(scenario, Mapping):
+        try:
+            return json.dumps(scenario), "json", None
+        except (TypeError, ValueError) as e:
+            raise ScenarioError(f"the scenario dict cannot be encoded: {e}") from None
+    if isinstance(scenario, (str, os.PathLike)):
+        path = Path(scenario)
+        if isinstance(scenario, os.PathLike) or path.is_file() or not ("=" in str(scenario) or "\n" in str(scenario)):
+            if not path.is_file():
+                raise ScenarioError(f"scenario file not found: {path}")
+            try:
+                return path.read_text(encoding="utf-8"), "toml", path
+            except (OSError, UnicodeDecodeError) as e:
+                raise ScenarioError(f"cannot read scenario file {path}: {e}") from None
+        return str(scenario), "toml", None
+    raise ScenarioError(f"scenario: expected a file path, TOML text or a dict, got {type(scenario).__name__}")
+
+
+def run(scenario: ScenarioLike, *, seed: Optional[int] = None, progress: bool = False) -> Result:
+    """Runs a scenario and returns its :class:`Result`.
+
+    ``seed`` overrides the scenario's seed; ``progress`` draws a progress line on stderr.
+    """
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0 or seed >= 2**63):
+        raise ScenarioError(f"seed: expected an integer between 0 and 2^63-1, got {seed!r}")
+    text, fmt, path = load(scenario)
+    raw = _core.run(text, fmt, seed, progress)
+    return Result.from_core(raw, scenario_text=text if fmt == "toml" else None, source=path)
+
+
+def validate(scenario: ScenarioLike) -> Dict[str, Any]:
+    """Checks a scenario without running it; returns its name, hosts, connections and flows."""
+    text, fmt, _ = load(scenario)
+    return dict(_core.validate(text, fmt))
+
+
+def catalog() -> list:
+    """Every scenario section, kind and key, with types, defaults and meaning."""
+    return json.loads(_core.catalog())

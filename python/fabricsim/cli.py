@@ -1,0 +1,218 @@
+"""The ``fabricsim`` command: run, validate, list, bench."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import List, NoReturn, Optional
+
+from . import __version__
+from ._core import ScenarioError
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports errors as one paragraph and exits with status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"fabricsim: error: {message} (see `{self.prog} --help`)\n")
+        sys.exit(2)
+
+
+def _fail(message: str, status: int = 2) -> int:
+    sys.stderr.write("fabricsim: error: " + " ".join(message.split()) + "\n")
+    return status
+
+
+def _default_out(name: str) -> Path:
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "run"
+    base = Path("fabricsim-out") / f"{safe}-{time.strftime('%Y%m%d-%H%M%S')}"
+    out, n = base, 1
+    while out.exists():
+        n += 1
+        out = base.with_name(f"{base.name}-{n}")
+    return out
+
+
+def _fmt_ns(ns) -> str:
+    if ns is None:
+        return "-"
+    ns = float(ns)
+    if ns >= 1e6:
+        return f"{ns / 1e6:.3f} ms"
+    if ns >= 1e3:
+        return f"{ns / 1e3:.2f} us"
+    return f"{ns:.0f} ns"
+
+
+def summary_table(s: dict, out: Optional[Path]) -> str:
+    """The human-readable summary printed after a run."""
+    fct = s.get("fct_ns") or {}
+    slow = s.get("slowdown") or {}
+    run = s.get("run", {})
+    rows = [
+        ("scenario", f"{s['name']} (seed {s['seed']}, {s['transport']}, {s['hosts']} hosts)"),
+        ("ended", f"{s['ending']} at {_fmt_ns(s['sim_time_ns'])} simulated"),
+        ("flows", f"{s['flows']['finished']} finished / {s['flows']['total']} ({s['flows']['unfinished']} unfinished)"),
+        ("FCT", f"p50 {_fmt_ns(fct.get('p50'))}, p99 {_fmt_ns(fct.get('p99'))}, max {_fmt_ns(fct.get('max'))}"),
+        ("slowdown", "p50 {:.2f}, p99 {:.2f}".format(slow["p50"], slow["p99"]) if slow else "-"),
+        ("network", f"{s['drops']} drops, {s['pfc_pauses']} PFC pauses, {s['ecn_marks']} ECN marks, {s['trims']} trims"),
+        ("transport", f"{s['retransmitted_packets']} retransmitted packets, {s['cnps']} CNPs, {s['timeouts']} timeouts"),
+    ]
+    for c in s.get("collectives", []):
+        bw = c.get("busbw_gbps")
+        rows.append((c["kind"], f"{c['hosts']} hosts, {_fmt_ns(c.get('duration_ns'))}" + (f", bus bandwidth {bw:.1f} Gb/s" if bw else "")))
+    if run:
+        rows.append(("speed", f"{s['events']:,} events, {s['packet_hops']:,} packet-hops in {run['wall_seconds']:.2f} s "
+                              f"({(run.get('packet_hops_per_second') or 0) / 1e6:.2f} M hops/s)"))
+    if out is not None:
+        rows.append(("output", str(out)))
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
+
+
+def _cmd_run(a: argparse.Namespace) -> int:
+    from .api import default_scenario, load, run
+
+    scenario = a.scenario or default_scenario()
+    if a.out is not None and a.out.exists() and (not a.out.is_dir() or any(a.out.iterdir())):
+        return _fail(f"--out: {a.out} already exists and is not empty; choose a new folder")
+    try:
+        text, _, _ = load(scenario)
+        result = run(scenario, seed=a.seed, progress=not a.quiet and sys.stderr.isatty())
+    except ScenarioError as e:
+        return _fail(f"{scenario}: {e}")
+    out = a.out or _default_out(result.summary["name"])
+    plots = bool(result.summary.get("scenario", {}).get("output", {}).get("plots", True)) and not a.no_plots
+    result.scenario_text = text
+    result.save(out, plots=plots)
+    if not a.quiet:
+        print(summary_table(result.summary, out))
+    return 0
+
+
+def _cmd_validate(a: argparse.Namespace) -> int:
+    from .api import validate
+
+    try:
+        info = validate(a.scenario)
+    except ScenarioError as e:
+        return _fail(f"{a.scenario}: {e}")
+    print(f"{a.scenario}: valid ({info['name']}: {info['hosts']} hosts, {info['flows']} flows on "
+          f"{info['connections']} connections, transport {info['transport']})")
+    return 0
+
+
+def catalog_text(sections: list) -> str:
+    """The catalog as aligned text for the terminal."""
+    lines = ["Units: rates \"100Gbps\" (bps, Kbps, Mbps, Gbps, Tbps); durations \"1us\" (ps, ns, us, ms, s);",
+             "sizes \"8MB\" = 8*10^6 bytes, \"8MiB\" = 8*2^20 bytes, or an integer number of bytes.", ""]
+    for sec in sections:
+        head = f"[{sec['section']}]" if sec["section"] else "top level"
+        if sec["kind"]:
+            head += f" kind = \"{sec['kind']}\""
+        lines.append(f"{head}: {sec['doc']}")
+        for p in sec["params"]:
+            default = p["default"] or "required"
+            doc = p["doc"] + (f" One of: {', '.join(p['choices'])}." if p["choices"] else "")
+            wrapped = textwrap.wrap(doc, 80) or [""]
+            lines.append(f"  {p['key']:<20} {p['ty']:<9} {default:<22} {wrapped[0]}")
+            lines.extend(" " * 56 + w for w in wrapped[1:])
+        lines.append("")
+    return "\n".join(lines)
+
+
+def catalog_markdown(sections: list) -> str:
+    """The catalog as Markdown tables (the README's scenario reference)."""
+    out = []
+    for sec in sections:
+        head = f"`[{sec['section']}]`" if sec["section"] else "Top level"
+        if sec["kind"]:
+            head += f" `kind = \"{sec['kind']}\"`"
+        out.append(f"**{head}**: {sec['doc']}\n")
+        out.append("| key | type | default | meaning |")
+        out.append("|---|---|---|---|")
+        for p in sec["params"]:
+            doc = p["doc"].replace("|", "\\|") + (f" One of: {', '.join(p['choices'])}." if p["choices"] else "")
+            out.append(f"| `{p['key']}` | {p['ty']} | {p['default'] or 'required'} | {doc} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def _cmd_list(a: argparse.Namespace) -> int:
+    from .api import catalog
+
+    sections = catalog()
+    if a.json:
+        print(json.dumps(sections, indent=2))
+    elif a.markdown:
+        print(catalog_markdown(sections))
+    else:
+        print(catalog_text(sections))
+    return 0
+
+
+def _cmd_bench(a: argparse.Namespace) -> int:
+    from .bench import main as bench_main
+
+    return bench_main(a.case, quiet=a.quiet)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="fabricsim", description="A fast, deterministic packet-level simulator of RDMA fabrics.")
+    p.add_argument("--version", action="version", version=f"fabricsim {__version__}")
+    sub = p.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
+    sub.required = True
+
+    r = sub.add_parser("run", help="run a scenario (default: the bundled one) and write its results")
+    r.add_argument("scenario", nargs="?", help="scenario TOML file (default: the bundled default scenario)")
+    r.add_argument("--seed", type=_seed, help="override the scenario's seed")
+    r.add_argument("--out", type=Path, help="output folder (default: a new folder under ./fabricsim-out/)")
+    r.add_argument("--quiet", action="store_true", help="no progress line and no summary table")
+    r.add_argument("--no-plots", action="store_true", help="do not draw the PNG plots")
+    r.set_defaults(func=_cmd_run)
+
+    v = sub.add_parser("validate", help="check a scenario without running it")
+    v.add_argument("scenario", help="scenario TOML file")
+    v.set_defaults(func=_cmd_validate)
+
+    ls = sub.add_parser("list", help="topologies, transports, workloads and every parameter with defaults and units")
+    fmt = ls.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="as JSON")
+    fmt.add_argument("--markdown", action="store_true", help="as Markdown tables")
+    ls.set_defaults(func=_cmd_list)
+
+    b = sub.add_parser("bench", help="run the fixed benchmark scenarios and report speed and memory")
+    b.add_argument("--case", action="append", help="run only this case (a, b, ...); repeatable")
+    b.add_argument("--quiet", action="store_true", help="print only the table")
+    b.set_defaults(func=_cmd_bench)
+    return p
+
+
+def _seed(text: str) -> int:
+    try:
+        v = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer between 0 and 2^63-1, got {text!r}") from None
+    if not 0 <= v < 2**63:
+        raise argparse.ArgumentTypeError(f"expected an integer between 0 and 2^63-1, got {text!r}")
+    return v
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        sys.stderr.write("fabricsim: interrupted\n")
+        return 130
+    except (OSError, FileExistsError) as e:
+        return _fail(str(e), 1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

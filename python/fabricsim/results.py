@@ -1,0 +1,106 @@
+"""Run results as pandas DataFrames, and writing them to an output folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import pandas as pd
+
+# Integer columns where -1 means "none" (a flow that never started or finished).
+_NULLABLE = {"start_ns", "finish_ns", "fct_ns", "collective", "duration_ns"}
+
+
+def _frame(columns: Sequence[Tuple[str, Any]]) -> pd.DataFrame:
+    data: Dict[str, Any] = {}
+    for name, col in columns:
+        if isinstance(col, list):
+            data[name] = pd.Series(col, dtype="string")
+            continue
+        dtype, raw = col
+        arr = np.frombuffer(raw, dtype=np.dtype(dtype)).copy()
+        if name in _NULLABLE:
+            s = pd.Series(arr, dtype="Int64")
+            data[name] = s.mask(s < 0)
+        else:
+            data[name] = arr
+    return pd.DataFrame(data)
+
+
+class Result:
+    """What a run produced.
+
+    Attributes:
+        flows: one row per flow (message); see the README for every column.
+        ports: sampled port time series (rows only for ports active in an interval).
+        collectives: one row per collective operation.
+        summary: totals, percentiles and the scenario echo; wall-clock figures are
+            under the ``run`` key only.
+    """
+
+    def __init__(self, flows: pd.DataFrame, ports: pd.DataFrame, collectives: pd.DataFrame, summary: Dict[str, Any],
+                 scenario_text: Optional[str] = None, source: Optional[Path] = None):
+        self.flows = flows
+        self.ports = ports
+        self.collectives = collectives
+        self.summary = summary
+        self.scenario_text = scenario_text
+        self.source = source
+
+    @classmethod
+    def from_core(cls, raw: Dict[str, Any], scenario_text: Optional[str] = None, source: Optional[Path] = None) -> "Result":
+        names: List[str] = raw["port_names"]
+        ports = _frame(raw["ports"])
+        ports.insert(1, "port", pd.Categorical.from_codes(ports["port_id"].astype(np.int64), categories=names) if names else [])
+        summary = json.loads(raw["summary"])
+        wall = float(raw["wall_seconds"])
+        summary["run"] = {
+            "wall_seconds": wall,
+            "events_per_second": summary["events"] / wall if wall > 0 else None,
+            "packet_hops_per_second": summary["packet_hops"] / wall if wall > 0 else None,
+        }
+        return cls(_frame(raw["flows"]), ports, _frame(raw["collectives"]), summary, scenario_text, source)
+
+    def __repr__(self) -> str:
+        s = self.summary
+        return (f"<fabricsim.Result {s['name']!r}: {s['flows']['finished']}/{s['flows']['total']} flows, "
+                f"{s['sim_time_ns'] / 1e6:.3f} ms simulated>")
+
+    def save(self, out: "os.PathLike[str] | str", plots: bool = True) -> Path:
+        """Writes ``flows.parquet``, ``ports.parquet``, ``collectives.parquet``,
+        ``summary.json``, the scenario and (optionally) the plots into ``out``.
+
+        The folder appears complete or not at all: everything is written to a
+        temporary sibling folder that is renamed into place at the end. ``out`` must
+        not exist or must be empty.
+        """
+        out = Path(out)
+        if out.exists() and (not out.is_dir() or any(out.iterdir())):
+            raise FileExistsError(f"output folder {out} already exists and is not empty")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+        try:
+            self.flows.to_parquet(tmp / "flows.parquet", index=False)
+            self.ports.to_parquet(tmp / "ports.parquet", index=False)
+            self.collectives.to_parquet(tmp / "collectives.parquet", index=False)
+            with open(tmp / "summary.json", "w", encoding="utf-8") as f:
+                json.dump(self.summary, f, indent=2, sort_keys=True, allow_nan=False, default=str)
+                f.write("\n")
+            if self.scenario_text is not None:
+                (tmp / "scenario.toml").write_text(self.scenario_text, encoding="utf-8")
+            if plots:
+                from .plots import draw_all
+
+                draw_all(self, tmp)
+            if out.exists():
+                out.rmdir()
+            os.replace(tmp, out)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return out

@@ -1,0 +1,120 @@
+"""The Python API: results as DataFrames, errors as exceptions with the core's messages."""
+
+import math
+
+import pandas as pd
+import pytest
+
+import fabricsim
+from conftest import SMALL
+
+FLOW_COLUMNS = ["flow_id", "src", "dst", "size_bytes", "start_ns", "finish_ns", "fct_ns", "ideal_fct_ns", "slowdown",
+                "retransmitted_packets", "workload", "collective", "connection"]
+
+
+def test_run_from_a_file_gives_dataframes_and_a_summary(small_toml):
+    r = fabricsim.run(small_toml)
+    assert list(r.flows.columns) == FLOW_COLUMNS
+    assert isinstance(r.flows, pd.DataFrame) and isinstance(r.ports, pd.DataFrame)
+    assert len(r.flows) == 8
+    assert r.flows["fct_ns"].notna().all()
+    assert (r.flows["fct_ns"] == r.flows["finish_ns"] - r.flows["start_ns"]).all()
+    assert (r.flows["slowdown"] >= 1.0).all()
+    s = r.summary
+    for key in ["sim_time_ns", "events", "packet_hops", "drops", "pfc_pauses", "ecn_marks", "flows", "fct_ns", "seed", "scenario", "run"]:
+        assert key in s
+    assert s["flows"] == {"total": 8, "finished": 8, "unfinished": 0}
+    assert s["bytes_delivered"] == s["bytes_offered"] == 8 * 200_000
+    assert s["run"]["wall_seconds"] > 0
+    assert set(["time_ns", "port", "port_id", "utilization", "queue_bytes", "queue_max_bytes", "ecn_marks", "drops", "pause_ns"]) <= set(r.ports.columns)
+    assert r.ports["port"].str.fullmatch(r"(?:host|leaf|spine)\[\d+\]\.(?:nic|up|down)\[\d+\]").all()
+
+
+def test_run_from_a_dict_equals_run_from_toml(small_toml):
+    d = {
+        "name": "small", "seed": 3,
+        "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 4},
+        "workload": {"kind": "permutation", "size": "200KB"},
+        "output": {"sample_interval": "5us"},
+    }
+    a = fabricsim.run(d)
+    b = fabricsim.run(small_toml)
+    pd.testing.assert_frame_equal(a.flows, b.flows)
+
+
+def test_toml_text_is_accepted_directly():
+    r = fabricsim.run(SMALL)
+    assert r.summary["name"] == "small"
+
+
+def test_seed_override_changes_the_run(small_toml):
+    a = fabricsim.run(small_toml)
+    b = fabricsim.run(small_toml, seed=99)
+    assert b.summary["seed"] == 99 and b.summary["scenario"]["seed"] == 99
+    assert not a.flows[["src", "dst"]].equals(b.flows[["src", "dst"]])
+
+
+def test_an_unfinished_flow_has_null_times():
+    r = fabricsim.run(SMALL.replace('name = "small"', 'name = "small"\nstop = "20us"', 1))
+    assert r.summary["ending"] == "stop_time"
+    assert r.summary["flows"]["unfinished"] == 8
+    assert r.flows["fct_ns"].isna().all() and r.flows["finish_ns"].isna().all()
+    assert all(math.isnan(x) for x in r.flows["slowdown"])
+
+
+@pytest.mark.parametrize("change,message", [
+    (("hosts_per_leaf = 4", "hosts_per_leaf = 0"), "topology.hosts_per_leaf: must be between 1 and"),
+    (('kind = "permutation"', 'kind = "broadcast"'), 'workload[0].kind: unknown value "broadcast" (allowed: flows, permutation, incast, all_to_all, all_reduce)'),
+    (('size = "200KB"', 'size = "lots"'), 'workload[0].size: expected a size such as "8MB"'),
+    (("[output]", "[output]\nsparkle = true"), "output.sparkle: unknown key (allowed here: sample_interval, plots)"),
+])
+def test_bad_scenarios_raise_scenario_error_with_the_key_named(change, message):
+    with pytest.raises(fabricsim.ScenarioError) as e:
+        fabricsim.run(SMALL.replace(*change))
+    assert message in str(e.value)
+    assert isinstance(e.value, ValueError)
+
+
+def test_bad_arguments_are_scenario_errors(tmp_path):
+    with pytest.raises(fabricsim.ScenarioError, match="scenario file not found"):
+        fabricsim.run(tmp_path / "missing.toml")
+    with pytest.raises(fabricsim.ScenarioError, match="seed: expected an integer"):
+        fabricsim.run(SMALL, seed=-1)
+    with pytest.raises(fabricsim.ScenarioError, match="expected a file path, TOML text or a dict"):
+        fabricsim.run(42)
+    with pytest.raises(fabricsim.ScenarioError, match="topology: is required"):
+        fabricsim.run({"workload": {"kind": "incast", "senders": 2, "size": 10}})
+
+
+def test_validate_and_catalog():
+    info = fabricsim.validate(SMALL)
+    assert info == {"name": "small", "hosts": 8, "connections": 8, "flows": 8, "transport": "roce"}
+    cat = fabricsim.catalog()
+    kinds = {(s["section"], s["kind"]) for s in cat}
+    assert ("topology", "fat_tree") in kinds and ("transport", "roce") in kinds and ("workload", "all_reduce") in kinds
+
+
+def test_save_writes_every_file_atomically(tmp_path, small_toml):
+    r = fabricsim.run(small_toml)
+    out = r.save(tmp_path / "out")
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["collectives.parquet", "fct_cdf.png", "flows.parquet", "ports.parquet", "queues.png", "scenario.toml", "summary.json", "throughput.png"]
+    pd.testing.assert_frame_equal(pd.read_parquet(out / "flows.parquet"), r.flows)
+    with pytest.raises(FileExistsError):
+        r.save(out)
+    # Nothing half-written is left beside it.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "small.toml"]
+
+
+def test_all_reduce_reports_a_collective():
+    r = fabricsim.run({
+        "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 4},
+        "workload": {"kind": "all_reduce", "size": "800KB"},
+    })
+    assert len(r.collectives) == 1
+    c = r.collectives.iloc[0]
+    assert c["kind"] == "all_reduce" and c["hosts"] == 8
+    assert c["duration_ns"] == r.flows["finish_ns"].max() - r.flows["start_ns"].min()
+    # 14 dependent steps of 100KB: the collective takes at least 14 chunk times.
+    assert c["duration_ns"] > 14 * 100_000 * 8 / 100
+    assert 0 < c["busbw_gbps"] < 100

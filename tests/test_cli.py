@@ -1,0 +1,84 @@
+"""The ``fabricsim`` command: run, validate, list, bench, and bad input."""
+
+import json
+
+import pandas as pd
+
+from conftest import SMALL, cli
+
+
+def test_run_writes_the_output_folder_and_prints_a_summary(tmp_path, small_toml):
+    out = tmp_path / "o"
+    p = cli("run", str(small_toml), "--out", str(out), "--seed", "5")
+    assert p.returncode == 0, p.stderr
+    assert "flows" in p.stdout and "8 finished / 8" in p.stdout
+    assert (out / "flows.parquet").exists() and (out / "summary.json").exists() and (out / "fct_cdf.png").exists()
+    s = json.loads((out / "summary.json").read_text())
+    assert s["seed"] == 5
+    # Not a terminal: no progress bar on stderr.
+    assert "M events/s" not in p.stderr
+
+
+def test_run_without_arguments_uses_the_bundled_default_in_a_new_folder(tmp_path):
+    p = cli("run", "--quiet", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == ""
+    runs = list((tmp_path / "fabricsim-out").iterdir())
+    assert len(runs) == 1 and runs[0].name.startswith("default-")
+    flows = pd.read_parquet(runs[0] / "flows.parquet")
+    assert len(flows) == 40 and flows["fct_ns"].notna().all()
+
+
+def test_a_bad_scenario_fails_with_one_paragraph_and_no_output(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(SMALL.replace('kind = "leaf_spine"', 'kind = "ring"'))
+    out = tmp_path / "o"
+    p = cli("run", str(bad), "--out", str(out))
+    assert p.returncode == 2
+    assert p.stderr.count("\n") == 1
+    assert 'topology.kind: unknown value "ring" (allowed: leaf_spine, fat_tree, multi_plane)' in p.stderr
+    assert "Traceback" not in p.stderr
+    assert not out.exists()
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["bad.toml"]
+
+
+def test_bad_flags_are_refused(tmp_path, small_toml):
+    for args, needle in [
+        (["run", str(small_toml), "--seed", "minus"], "--seed: expected an integer"),
+        (["run", str(small_toml), "--seed", "-3"], "--seed: expected an integer"),
+        (["run", str(tmp_path / "nope.toml")], "scenario file not found"),
+        (["frobnicate"], "invalid choice"),
+        (["bench", "--case", "z"], "unknown case 'z'"),
+    ]:
+        p = cli(*args, cwd=tmp_path)
+        assert p.returncode != 0, args
+        assert needle in p.stderr, (args, p.stderr)
+        assert "Traceback" not in p.stderr
+
+
+def test_run_refuses_a_non_empty_output_folder(tmp_path, small_toml):
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    p = cli("run", str(small_toml), "--out", str(out))
+    assert p.returncode == 2 and "already exists and is not empty" in p.stderr
+    assert [x.name for x in out.iterdir()] == ["keep.txt"]
+
+
+def test_validate(small_toml, tmp_path):
+    p = cli("validate", str(small_toml))
+    assert p.returncode == 0 and "valid" in p.stdout and "8 hosts" in p.stdout
+    bad = tmp_path / "b.toml"
+    bad.write_text(SMALL.replace("[workload]", "[workload]\nreceiver = 77").replace("permutation", "incast").replace('size = "200KB"', 'size = "200KB"\nsenders = 2'))
+    p = cli("validate", str(bad))
+    assert p.returncode == 2 and "workload[0].receiver: host 77 does not exist (hosts are 0..7)" in p.stderr
+
+
+def test_list_documents_every_kind_with_defaults():
+    p = cli("list")
+    assert p.returncode == 0
+    for needle in ['kind = "leaf_spine"', 'kind = "fat_tree"', 'kind = "multi_plane"', 'kind = "roce"', 'kind = "all_reduce"',
+                   "hosts_per_leaf", "100Gbps", "rto", "cnp_interval"]:
+        assert needle in p.stdout, needle
+    j = json.loads(cli("list", "--json").stdout)
+    assert any(s["kind"] == "incast" for s in j)
