@@ -24,7 +24,7 @@
 
 use crate::config::{pfc_headroom, FabricConfig, Routing};
 use crate::pool::Pool;
-use crate::port::{Port, PortId, PortKind};
+use crate::port::{Port, PortId, PortKind, Queued};
 use crate::routing::Routes;
 use crate::topology::{usid, usid_role, LinkParams, Node, NodeId, NodeKind, TopologyError, TopologySpec};
 use fabricsim_engine::{EventQueue, Rng, Time};
@@ -149,6 +149,8 @@ impl Fabric {
             }
             ports[pa as usize].peer = pb;
             ports[pb as usize].peer = pa;
+            ports[pa as usize].peer_node = b;
+            ports[pb as usize].peer_node = a;
         }
         let hosts = nodes.iter().filter(|n| n.kind == NodeKind::Host).count() as u32;
         let host_ports = nodes[..hosts as usize].iter().flat_map(|n| n.port_ids.iter().copied()).collect();
@@ -247,11 +249,13 @@ impl Fabric {
         let p = self.nic_port(host, nic);
         debug_assert!(!self.ports[p as usize].busy(now), "NIC port sent on while busy");
         pkt.net.src_port = nic;
-        if self.cfg.routing == Routing::Srv6 && pkt.net.srv6 == 0 {
-            pkt.net.srv6 = self.srv6_address(host, pkt.net.dst, nic, pkt.net.entropy()).unwrap_or(0);
+        if self.cfg.routing == Routing::Srv6 && pkt.net.srv6() == 0 {
+            let a = self.srv6_address(host, pkt.net.dst, nic, pkt.net.entropy()).unwrap_or(0);
+            pkt.net.set_srv6(a);
         }
+        let wire = pkt.wire_bytes();
         let slot = self.pool.alloc(pkt);
-        self.transmit(p, slot, now, q);
+        self.transmit(p, slot, wire, now, q);
         let port = &mut self.ports[p as usize];
         port.txdone_pending = true;
         q.push(port.busy_until, E::from(FabricEvent::TxDone(p)));
@@ -260,7 +264,7 @@ impl Fabric {
     /// The packet in pool slot `slot`.
     #[inline]
     pub fn packet(&self, slot: u32) -> &Packet {
-        &self.pool.get(slot).pkt
+        self.pool.get(slot)
     }
 
     /// Frees a delivered packet's slot.
@@ -327,25 +331,27 @@ impl Fabric {
     fn start_tx<E: From<FabricEvent> + Copy>(&mut self, p: PortId, now: Time, q: &mut EventQueue<E>) {
         let Some(c) = self.ports[p as usize].eligible_class() else { return };
         let port = &mut self.ports[p as usize];
-        let slot = port.queues[c].pop(&self.pool).expect("eligible class has a frame");
-        let wire = self.pool.get(slot).pkt.wire_bytes() as u64;
-        port.queued[c] -= wire;
+        let f = port.queues[c].pop_front().expect("eligible class has a frame");
+        port.queued[c] -= f.wire as u64;
         let node = port.node;
         // ECN is marked at dequeue on the queue left behind, as in the HPCC ns-3
         // model: the mark then reflects the congestion this frame leaves, not the one
-        // it met on arrival.
+        // it met on arrival. The packet is only read when a mark is possible.
         if c == DATA && port.ecn {
             if let Some(ecn) = &self.cfg.ecn {
-                let pkt = &mut self.pool.get_mut(slot).pkt;
-                if pkt.net.ecn != Ecn::NotEct && port.rng.chance(ecn.probability(port.ecn_k, port.queued[DATA])) {
-                    pkt.net.ecn = Ecn::Ce;
-                    port.stats.ecn_marks += 1;
-                    self.totals.ecn_marks += 1;
+                let prob = ecn.probability(port.ecn_k, port.queued[DATA]);
+                if prob > 0.0 {
+                    let pkt = self.pool.get_mut(f.slot);
+                    if pkt.net.ecn != Ecn::NotEct && port.rng.chance(prob) {
+                        pkt.net.ecn = Ecn::Ce;
+                        port.stats.ecn_marks += 1;
+                        self.totals.ecn_marks += 1;
+                    }
                 }
             }
         }
-        self.release_buffer(node, slot, c, wire, now, q);
-        self.transmit(p, slot, now, q);
+        self.release_buffer(node, f.in_port, c, f.wire as u64, now, q);
+        self.transmit(p, f.slot, f.wire, now, q);
         let port = &mut self.ports[p as usize];
         if port.eligible_class().is_some() {
             port.txdone_pending = true;
@@ -356,9 +362,8 @@ impl Fabric {
     /// Returns a departing frame's bytes to its switch's buffer and, if its ingress
     /// port drained below XON, resumes the upstream sender.
     #[inline]
-    fn release_buffer<E: From<FabricEvent> + Copy>(&mut self, node: NodeId, slot: u32, c: usize, wire: u64, now: Time, q: &mut EventQueue<E>) {
+    fn release_buffer<E: From<FabricEvent> + Copy>(&mut self, node: NodeId, in_port: PortId, c: usize, wire: u64, now: Time, q: &mut EventQueue<E>) {
         self.nodes[node as usize].used -= wire;
-        let in_port = self.pool.get(slot).in_port;
         let ingress = &mut self.ports[in_port as usize];
         ingress.ingress[c] -= wire;
         if let Some(pfc) = self.cfg.pfc {
@@ -395,16 +400,16 @@ impl Fabric {
         q.push(at, E::from(FabricEvent::Pfc(port.peer, class as u8, pause)));
     }
 
-    /// Puts the frame in `slot` on port `p`'s link (the transmitter must be free).
+    /// Puts the frame in `slot` (`wire` bytes) on port `p`'s link (the transmitter
+    /// must be free).
     #[inline]
-    fn transmit<E: From<FabricEvent> + Copy>(&mut self, p: PortId, slot: u32, now: Time, q: &mut EventQueue<E>) {
+    fn transmit<E: From<FabricEvent> + Copy>(&mut self, p: PortId, slot: u32, wire: u32, now: Time, q: &mut EventQueue<E>) {
         let peer_up = self.ports[self.ports[p as usize].peer as usize].up;
         let port = &mut self.ports[p as usize];
-        let wire = self.pool.get(slot).pkt.wire_bytes() as u64;
-        let ser = port.rate.tx_time(wire);
+        let ser = port.rate.tx_time(wire as u64);
         port.busy_until = now + ser;
         port.stats.tx_pkts += 1;
-        port.stats.tx_bytes += wire;
+        port.stats.tx_bytes += wire as u64;
         self.totals.packet_hops += 1;
         if !port.up || !peer_up || (port.loss > 0.0 && port.rng.chance(port.loss)) {
             port.stats.drops += 1;
@@ -415,11 +420,10 @@ impl Fabric {
         let mut arrive = port.busy_until + port.delay + port.extra_delay;
         // A frame never overtakes the one before it on the same wire, even if the
         // link's delay was just lowered.
-        if let Some(tail_arrive) = port.wire_tail_arrival(&self.pool) {
-            arrive = arrive.max(tail_arrive);
+        if let Some(&(tail, _)) = port.wire.back() {
+            arrive = arrive.max(tail);
         }
-        self.pool.get_mut(slot).arrive = arrive;
-        port.wire.push(&mut self.pool, slot);
+        port.wire.push_back((arrive, slot));
         if !port.arrive_pending {
             port.arrive_pending = true;
             q.push(arrive, E::from(FabricEvent::Arrive(p)));
@@ -430,14 +434,14 @@ impl Fabric {
     #[inline]
     fn arrive<E: From<FabricEvent> + Copy>(&mut self, p: PortId, now: Time, q: &mut EventQueue<E>) -> Option<FabricOutput> {
         let port = &mut self.ports[p as usize];
-        let slot = port.wire.pop(&self.pool).expect("arrival on an empty wire");
+        let (_, slot) = port.wire.pop_front().expect("arrival on an empty wire");
         port.arrive_pending = false;
-        if let Some(next) = port.wire.front() {
+        if let Some(&(next, _)) = port.wire.front() {
             port.arrive_pending = true;
-            q.push(self.pool.get(next).arrive, E::from(FabricEvent::Arrive(p)));
+            q.push(next, E::from(FabricEvent::Arrive(p)));
         }
         let in_port = port.peer;
-        let node = self.ports[in_port as usize].node;
+        let node = port.peer_node;
         if self.nodes[node as usize].kind == NodeKind::Host {
             self.totals.delivered += 1;
             let nic = self.ports[in_port as usize].index as u8;
@@ -458,7 +462,7 @@ impl Fabric {
         };
         let used = self.nodes[node as usize].used;
         let buffer = self.cfg.buffer;
-        let pkt = &mut self.pool.get_mut(slot).pkt;
+        let pkt = self.pool.get_mut(slot);
         let mut class = pkt.net.class as usize;
         let mut wire = pkt.wire_bytes() as u64;
         let port = &mut self.ports[e as usize];
@@ -490,13 +494,12 @@ impl Fabric {
             return;
         }
         let port = &mut self.ports[e as usize];
-        port.queues[class].push(&mut self.pool, slot);
+        port.queues[class].push_back(Queued { slot, wire: wire as u32, in_port });
         port.queued[class] += wire;
         if class == DATA && port.queued[DATA] > port.stats.queue_max {
             port.stats.queue_max = port.queued[DATA];
         }
         self.nodes[node as usize].used += wire;
-        self.pool.get_mut(slot).in_port = in_port;
         self.ports[in_port as usize].ingress[class] += wire;
         if class == DATA && self.cfg.pfc.is_some() {
             let ingress = &self.ports[in_port as usize];
@@ -523,8 +526,8 @@ impl Fabric {
         if !n.up {
             return None;
         }
-        let pkt = &mut self.pool.get_mut(slot).pkt;
-        if pkt.net.srv6 != 0 {
+        let pkt = self.pool.get_mut(slot);
+        if pkt.net.srv6_words != [0, 0] {
             return srv6_forward(n.usid, &self.srv6[node as usize], &mut pkt.net);
         }
         self.routes.egress(node, n.plane, &pkt.net)
@@ -592,22 +595,15 @@ impl Fabric {
     }
 }
 
-impl Port {
-    /// Arrival time of the last frame on this port's wire, if any.
-    fn wire_tail_arrival(&self, pool: &Pool) -> Option<Time> {
-        self.wire.back().map(|i| pool.get(i).arrive)
-    }
-}
-
 /// One switch's SRv6 step: match our uSID, shift, look up the next uSID.
 #[inline]
 fn srv6_forward(my_usid: u16, table: &[(u16, PortId)], net: &mut NetHdr) -> Option<PortId> {
-    let da = net.srv6;
+    let da = net.srv6();
     if (da >> 96) as u32 != SRV6_LOCATOR || (da >> 80) as u16 != my_usid {
         return None;
     }
     let shifted = (da & LOCATOR_MASK) | ((da << 16) & !LOCATOR_MASK);
-    net.srv6 = shifted;
+    net.set_srv6(shifted);
     let next = (shifted >> 80) as u16;
     table.binary_search_by_key(&next, |e| e.0).ok().map(|i| table[i].1)
 }

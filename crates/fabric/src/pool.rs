@@ -1,32 +1,17 @@
 //! The packet arena.
 //!
-//! Every packet in the network lives in one [`Slot`]; queues and link FIFOs are
-//! intrusive singly-linked lists through [`Slot::next`]. A freed slot is reused by the
-//! next allocation, so in steady state the simulator allocates nothing per packet.
+//! Every packet in the network lives in one slot of the [`Pool`] and moves between
+//! queues and links by index. A freed slot is reused by the next allocation, so in
+//! steady state the simulator allocates nothing per packet. Queues and links keep the
+//! bookkeeping they need (arrival times, sizes, ingress ports) beside the index, so a
+//! hop touches the packet itself only to route it.
 
-use fabricsim_engine::Time;
 use fabricsim_wire::Packet;
 
-/// "No slot": the end of an intrusive list.
-pub const NIL: u32 = u32::MAX;
-
-/// A packet plus the fabric's bookkeeping about it.
-#[derive(Clone, Copy, Debug)]
-pub struct Slot {
-    /// The packet itself.
-    pub pkt: Packet,
-    /// While on a wire: the time its last bit reaches the far end.
-    pub arrive: Time,
-    /// Next slot in whichever list this slot is on.
-    pub next: u32,
-    /// While buffered in a switch: the port it arrived through (for PFC accounting).
-    pub in_port: u32,
-}
-
-/// A growable arena of packet slots with a free list.
+/// A growable arena of packets with a free list.
 #[derive(Default)]
 pub struct Pool {
-    slots: Vec<Slot>,
+    slots: Vec<Packet>,
     free: Vec<u32>,
     live: usize,
     peak: usize,
@@ -38,14 +23,13 @@ impl Pool {
     pub fn alloc(&mut self, pkt: Packet) -> u32 {
         self.live += 1;
         self.peak = self.peak.max(self.live);
-        let slot = Slot { pkt, arrive: Time::ZERO, next: NIL, in_port: NIL };
         match self.free.pop() {
             Some(i) => {
-                self.slots[i as usize] = slot;
+                self.slots[i as usize] = pkt;
                 i
             }
             None => {
-                self.slots.push(slot);
+                self.slots.push(pkt);
                 (self.slots.len() - 1) as u32
             }
         }
@@ -59,15 +43,15 @@ impl Pool {
         self.free.push(i);
     }
 
-    /// The slot at `i`.
+    /// The packet in slot `i`.
     #[inline]
-    pub fn get(&self, i: u32) -> &Slot {
+    pub fn get(&self, i: u32) -> &Packet {
         &self.slots[i as usize]
     }
 
-    /// The slot at `i`, mutably.
+    /// The packet in slot `i`, mutably.
     #[inline]
-    pub fn get_mut(&mut self, i: u32) -> &mut Slot {
+    pub fn get_mut(&mut self, i: u32) -> &mut Packet {
         &mut self.slots[i as usize]
     }
 
@@ -81,68 +65,10 @@ impl Pool {
         self.peak
     }
 
-    /// Bytes one slot occupies (for the memory-per-packet figure).
+    /// Bytes the simulator keeps per packet in flight: the slot, its free-list entry,
+    /// and the queue or wire entry that points at it.
     pub const fn slot_bytes() -> usize {
-        std::mem::size_of::<Slot>() + std::mem::size_of::<u32>()
-    }
-}
-
-/// An intrusive FIFO of slots (head, tail) threaded through [`Slot::next`].
-#[derive(Clone, Copy, Debug)]
-pub struct Fifo {
-    head: u32,
-    tail: u32,
-}
-
-impl Default for Fifo {
-    fn default() -> Self {
-        Fifo { head: NIL, tail: NIL }
-    }
-}
-
-impl Fifo {
-    /// Whether the FIFO holds no slot.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.head == NIL
-    }
-
-    /// The first slot, if any.
-    #[inline]
-    pub fn front(&self) -> Option<u32> {
-        (self.head != NIL).then_some(self.head)
-    }
-
-    /// The last slot, if any.
-    #[inline]
-    pub fn back(&self) -> Option<u32> {
-        (self.tail != NIL).then_some(self.tail)
-    }
-
-    /// Appends slot `i` (which must not be on any list).
-    #[inline]
-    pub fn push(&mut self, pool: &mut Pool, i: u32) {
-        pool.get_mut(i).next = NIL;
-        if self.tail == NIL {
-            self.head = i;
-        } else {
-            pool.get_mut(self.tail).next = i;
-        }
-        self.tail = i;
-    }
-
-    /// Removes and returns the first slot.
-    #[inline]
-    pub fn pop(&mut self, pool: &Pool) -> Option<u32> {
-        if self.head == NIL {
-            return None;
-        }
-        let i = self.head;
-        self.head = pool.get(i).next;
-        if self.head == NIL {
-            self.tail = NIL;
-        }
-        Some(i)
+        std::mem::size_of::<Packet>() + std::mem::size_of::<u32>() + 16
     }
 }
 
@@ -160,19 +86,6 @@ mod tests {
         assert_eq!(a, c);
         assert_eq!(pool.live(), 2);
         assert_eq!(pool.peak(), 2);
-    }
-
-    #[test]
-    fn fifo_keeps_order() {
-        let mut pool = Pool::default();
-        let mut f = Fifo::default();
-        let ids: Vec<u32> = (0..5).map(|_| pool.alloc(Packet::default())).collect();
-        for &i in &ids {
-            f.push(&mut pool, i);
-        }
-        let out: Vec<u32> = std::iter::from_fn(|| f.pop(&pool)).collect();
-        assert_eq!(out, ids);
-        assert!(f.is_empty());
     }
 
     #[test]

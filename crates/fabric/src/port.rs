@@ -1,6 +1,6 @@
 //! Egress ports: class queues, the transmitter, the link it drives, counters.
 
-use crate::pool::Fifo;
+use std::collections::VecDeque;
 use fabricsim_engine::{Dur, Rate, Rng, Time};
 use fabricsim_wire::TrafficClass;
 
@@ -33,6 +33,17 @@ impl PortKind {
     }
 }
 
+/// A frame waiting in a class queue, with what the port needs to know about it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Queued {
+    /// Pool slot.
+    pub slot: u32,
+    /// Bytes on the wire.
+    pub wire: u32,
+    /// The port it entered the switch through (PFC accounting).
+    pub in_port: u32,
+}
+
 /// Cumulative counters of one port (the egress direction of one cable end, and the
 /// ingress accounting of the other direction).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -56,42 +67,50 @@ pub struct PortStats {
 }
 
 /// One egress port and the link direction it transmits on.
+///
+/// `repr(C)` in access order: the first cache line holds what every hop reads (peer,
+/// times, queue depths, flags), the second the queues and the wire; counters, the RNG
+/// and rarely used settings follow.
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct Port {
     /// Owning node.
     pub node: u32,
     /// The port at the other end of the cable (its ingress receives our frames).
     pub peer: PortId,
-    /// Index of this port within its node (NIC port number on hosts).
-    pub index: u16,
-    /// Role of the port.
-    pub kind: PortKind,
+    pub(crate) busy_until: Time,
     /// Link rate.
     pub rate: Rate,
     /// One-way propagation delay of the link.
     pub delay: Dur,
     /// Extra delay injected on this link (delay anomalies).
     pub extra_delay: Dur,
+    pub(crate) queued: [u64; CLASSES],
+    /// The node at the other end of the cable.
+    pub peer_node: u32,
+    pub(crate) txdone_pending: bool,
+    pub(crate) arrive_pending: bool,
     /// Whether the link is up (a down link loses every frame sent on it).
     pub up: bool,
-    /// Probability that a frame is lost on this link.
-    pub loss: f64,
     /// Whether this port marks ECN.
     pub ecn: bool,
-    /// ECN `(kmin, kmax)` of this port, bytes.
-    pub ecn_k: (u64, u64),
 
-    pub(crate) queues: [Fifo; CLASSES],
-    pub(crate) queued: [u64; CLASSES],
-    pub(crate) busy_until: Time,
-    pub(crate) txdone_pending: bool,
-    pub(crate) paused: [bool; CLASSES],
-    pub(crate) paused_since: Time,
-    pub(crate) wire: Fifo,
-    pub(crate) arrive_pending: bool,
+    /// Frames propagating on the link: `(arrival time at the peer, slot)`, in order.
+    pub(crate) wire: VecDeque<(Time, u32)>,
+    pub(crate) queues: [VecDeque<Queued>; CLASSES],
     /// Bytes per class that arrived through this port and are buffered in its node.
     pub(crate) ingress: [u64; CLASSES],
+    pub(crate) paused: [bool; CLASSES],
     pub(crate) pause_sent: [bool; CLASSES],
+    /// Index of this port within its node (NIC port number on hosts).
+    pub index: u16,
+    /// Role of the port.
+    pub kind: PortKind,
+    /// Probability that a frame is lost on this link.
+    pub loss: f64,
+    /// ECN `(kmin, kmax)` of this port, bytes.
+    pub ecn_k: (u64, u64),
+    pub(crate) paused_since: Time,
     pub(crate) rng: Rng,
     /// Counters.
     pub stats: PortStats,
@@ -102,6 +121,7 @@ impl Port {
         Port {
             node,
             peer: u32::MAX,
+            peer_node: u32::MAX,
             index,
             kind,
             rate,
@@ -111,13 +131,13 @@ impl Port {
             loss: 0.0,
             ecn: false,
             ecn_k: (0, 0),
-            queues: [Fifo::default(); CLASSES],
+            queues: Default::default(),
             queued: [0; CLASSES],
             busy_until: Time::ZERO,
             txdone_pending: false,
             paused: [false; CLASSES],
             paused_since: Time::ZERO,
-            wire: Fifo::default(),
+            wire: VecDeque::new(),
             arrive_pending: false,
             ingress: [0; CLASSES],
             pause_sent: [false; CLASSES],

@@ -144,6 +144,8 @@ pub struct Sim {
     pub misdelivered: u64,
     /// Connections whose QP failed.
     pub failed_conns: u64,
+    /// When the run ended.
+    end: Option<Time>,
 }
 
 impl Sim {
@@ -238,6 +240,7 @@ impl Sim {
             sampler,
             misdelivered: 0,
             failed_conns: 0,
+            end: None,
         };
         for (i, m) in sim.plan.messages.iter().enumerate() {
             if m.deps.is_empty() {
@@ -255,9 +258,9 @@ impl Sim {
         self.q.popped()
     }
 
-    /// The current simulated time.
+    /// The current simulated time (once the run is over: when it ended).
     pub fn now(&self) -> Time {
-        self.q.now()
+        self.end.unwrap_or(self.q.now())
     }
 
     /// Messages received completely.
@@ -289,15 +292,16 @@ impl Sim {
             return Ending::AllFinished;
         }
         loop {
-            match self.q.peek_time() {
-                None => return Ending::Stalled,
-                Some(t) if t > stop => {
-                    self.sampler.sample(stop, &mut self.fabric);
-                    return Ending::StopTime;
-                }
-                _ => {}
+            let Some((now, ev)) = self.q.pop() else {
+                self.end = Some(self.q.now());
+                return Ending::Stalled;
+            };
+            if now > stop {
+                // The event belongs after the end; nothing of it happens.
+                self.end = Some(stop);
+                self.sampler.sample(stop, &mut self.fabric);
+                return Ending::StopTime;
             }
-            let (now, ev) = self.q.pop().expect("peeked");
             match ev {
                 Event::Fabric(fe) => match self.fabric.handle(now, fe, &mut self.q) {
                     Some(FabricOutput::Deliver { slot, .. }) => self.deliver(now, slot),
@@ -320,10 +324,12 @@ impl Sim {
                 }
             }
             if self.received == self.msgs.len() {
+                self.end = Some(now);
                 self.sampler.sample(now, &mut self.fabric);
                 return Ending::AllFinished;
             }
             if self.q.popped() & 0xFFFF == 0 && !progress(&self.progress()) {
+                self.end = Some(now);
                 return Ending::Cancelled;
             }
         }

@@ -124,30 +124,48 @@ impl TrafficClass {
 }
 
 /// The network part of a packet: what switches read.
+///
+/// `repr(C)` with the widest fields first keeps it at 40 bytes, so that together with
+/// the BTH and the payload length it fits the first cache line of a [`Packet`]: a
+/// switch reads one line per hop.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct NetHdr {
+    /// SRv6 uSID destination address as `[high, low]` 64-bit halves (locator in the
+    /// top 32 bits, then 16-bit uSIDs); zero when the fabric routes by destination
+    /// host. See [`srv6`](Self::srv6).
+    pub srv6_words: [u64; 2],
     /// Source host (its IPv6 address is derived from this index).
     pub src: u32,
     /// Destination host.
     pub dst: u32,
+    /// IPv6 flow label (20 bits), a second entropy field (MRC stripes its EV over it).
+    pub flow_label: u32,
     /// UDP source port: RoCEv2's entropy field, hashed by ECMP.
     pub sport: u16,
     /// Traffic class (strict priority; PFC applies to [`TrafficClass::Data`]).
     pub class: TrafficClass,
     /// ECN codepoint.
     pub ecn: Ecn,
-    /// IPv6 flow label (20 bits), a second entropy field (MRC stripes its EV over it).
-    pub flow_label: u32,
     /// The NIC port (plane) the packet left its source from.
     pub src_port: u8,
     /// Set by a switch that cut the payload off instead of dropping the packet.
     pub trimmed: bool,
-    /// SRv6 uSID destination address (locator in the top 32 bits, then 16-bit uSIDs);
-    /// zero when the fabric routes by the destination host.
-    pub srv6: u128,
 }
 
 impl NetHdr {
+    /// The SRv6 destination address (zero: none).
+    #[inline]
+    pub fn srv6(&self) -> u128 {
+        ((self.srv6_words[0] as u128) << 64) | self.srv6_words[1] as u128
+    }
+
+    /// Sets the SRv6 destination address.
+    #[inline]
+    pub fn set_srv6(&mut self, a: u128) {
+        self.srv6_words = [(a >> 64) as u64, a as u64];
+    }
+
     /// The 32-bit entropy value: UDP source port in the low 16 bits, the low 16 bits
     /// of the IPv6 flow label above (MRC stripes its EV over both fields).
     #[inline]
@@ -165,6 +183,7 @@ impl NetHdr {
 
 /// InfiniBand Base Transport Header.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct Bth {
     /// Operation (see [`opcode`]).
     pub opcode: u8,
@@ -246,16 +265,20 @@ impl Ext {
 }
 
 /// One packet: headers as data plus a payload length (payload bytes are not stored).
+///
+/// Laid out for the fabric: everything a switch reads (network header, BTH, header
+/// flags, payload length) is in the first of its two cache lines.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C, align(64))]
 pub struct Packet {
     /// Network header.
     pub net: NetHdr,
     /// Base transport header.
     pub bth: Bth,
-    /// Which optional headers are present ([`hdr`] flags).
-    pub hdrs: u8,
     /// Bytes of payload carried (zero once trimmed).
     pub payload: u32,
+    /// Which optional headers are present ([`hdr`] flags).
+    pub hdrs: u8,
     /// RDMA address, if [`hdr::RETH`].
     pub reth: Reth,
     /// Immediate data, if [`hdr::IMM`].
@@ -341,9 +364,24 @@ mod tests {
     }
 
     #[test]
-    fn packets_stay_compact() {
+    fn packets_stay_compact_and_switches_read_one_cache_line() {
         // The pool stores one of these per packet in flight; the foundation's budget
         // is 250 bytes per packet including the simulator's bookkeeping.
-        assert!(std::mem::size_of::<Packet>() <= 160, "{}", std::mem::size_of::<Packet>());
+        assert_eq!(std::mem::size_of::<Packet>(), 128);
+        assert_eq!(std::mem::size_of::<NetHdr>(), 40);
+        let p = Packet::default();
+        let base = &p as *const Packet as usize;
+        let end_of = |f: usize, size: usize| f - base + size;
+        assert!(end_of(&p.bth as *const Bth as usize, std::mem::size_of::<Bth>()) <= 64);
+        assert!(end_of(&p.hdrs as *const u8 as usize, 1) <= 64);
+        assert!(end_of(&p.payload as *const u32 as usize, 4) <= 64);
+    }
+
+    #[test]
+    fn the_srv6_address_round_trips_through_its_halves() {
+        let mut n = NetHdr::default();
+        let a = 0xfcbb_bb00_5805_98c8_592c_d811_0000_0000u128;
+        n.set_srv6(a);
+        assert_eq!(n.srv6(), a);
     }
 }
