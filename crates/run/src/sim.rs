@@ -163,7 +163,9 @@ impl Sim {
         let mut conns = Vec::with_capacity(plan.conns.len());
         for (ci, c) in plan.conns.iter().enumerate() {
             let (first_port, ports) = if all_ports { (0u8, nics_per_host as u8) } else { ((ci as u32 % nics_per_host) as u8, 1u8) };
-            let mut rng = Rng::stream(scenario.seed, &[0xC044, ci as u64]);
+            // Keyed by workload and position in it: adding a workload or appending a
+            // flow never changes another connection's random choices.
+            let mut rng = Rng::stream(scenario.seed, &[0xC044, c.workload as u64, c.index as u64]);
             let first = eps.len() as u32;
             let base = |host, remote, local_qpn, remote_qpn| ConnInfo {
                 local_host: host,

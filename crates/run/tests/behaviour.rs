@@ -132,6 +132,26 @@ fn same_seed_same_results_other_seed_other_ecmp_choices() {
     assert_ne!(col_i64(&a, "fct_ns"), col_i64(&c, "fct_ns"));
 }
 
+#[test]
+fn adding_a_workload_leaves_the_other_flows_random_choices_alone() {
+    // Two flows leave leaf 0 over its four spine uplinks, chosen by hashing their
+    // source ports. Adding a workload before them (a flow between other leaves, later
+    // in time) must not change those ports, so the same uplinks carry the same bytes.
+    let base = "[topology]\nkind = \"leaf_spine\"\nleaves = 4\nspines = 4\nhosts_per_leaf = 4\n";
+    let flows = "[[workload]]\nkind = \"flows\"\nflows = [{ src = 0, dst = 8, size = \"50KB\" }, { src = 1, dst = 9, size = \"50KB\" }]\n";
+    let extra = "[[workload]]\nkind = \"flows\"\nflows = [{ src = 12, dst = 5, size = \"10KB\", start = \"500us\" }]\n";
+    let leaf0_uplinks = |s: &fabricsim_run::Sim| -> Vec<u64> {
+        (0..s.fabric.ports.len() as u32)
+            .filter(|&p| s.fabric.ports[p as usize].kind == PortKind::Up && s.fabric.port_name(p).starts_with("leaf[0]"))
+            .map(|p| s.fabric.ports[p as usize].stats.tx_bytes)
+            .collect()
+    };
+    let (alone, _) = run(&format!("{base}{flows}"));
+    let (with_extra, _) = run(&format!("{base}{extra}{flows}"));
+    assert_eq!(with_extra.plan.conns[1].workload, 1, "the flows are now the second workload");
+    assert_eq!(leaf0_uplinks(&alone), leaf0_uplinks(&with_extra));
+}
+
 fn conservation_scenario(seed: u64, loss: f64, pfc: bool, transport: &str) -> String {
     format!(
         r#"seed = {seed}

@@ -107,11 +107,14 @@ struct Builder {
     plan: Plan,
     workload: u32,
     start: Dur,
+    /// Connections opened by the current workload so far.
+    local: u32,
 }
 
 impl Builder {
     fn conn(&mut self, src: u32, dst: u32) -> u32 {
-        self.plan.conns.push(ConnSpec { src, dst });
+        self.plan.conns.push(ConnSpec { src, dst, workload: self.workload, index: self.local });
+        self.local += 1;
         (self.plan.conns.len() - 1) as u32
     }
     fn message(&mut self, conn: u32, size: u64, offset: Dur, deps: Vec<u32>, collective: Option<u32>) -> u32 {
@@ -123,10 +126,11 @@ impl Builder {
 /// Builds the plan of `workloads` on a fabric of `nhosts` hosts. Random choices
 /// (permutations, incast senders) use a stream per workload under `seed`.
 pub fn build(workloads: &[WorkloadSpec], nhosts: u32, seed: u64) -> Result<Plan, WorkloadError> {
-    let mut b = Builder { plan: Plan::default(), workload: 0, start: Dur::ZERO };
+    let mut b = Builder { plan: Plan::default(), workload: 0, start: Dur::ZERO, local: 0 };
     for (w, spec) in workloads.iter().enumerate() {
         b.workload = w as u32;
         b.start = spec.start;
+        b.local = 0;
         let f = |k: &str| format!("workload[{w}].{k}");
         let mut rng = Rng::stream(seed, &[0x3011, w as u64]);
         match &spec.kind {

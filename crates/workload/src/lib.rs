@@ -44,6 +44,11 @@ pub struct ConnSpec {
     pub src: u32,
     /// Receiving host.
     pub dst: u32,
+    /// The workload that opened it.
+    pub workload: u32,
+    /// Its number within that workload: with `workload`, the key of its random
+    /// stream, so connections of other workloads never shift it.
+    pub index: u32,
 }
 
 /// A collective operation, reported as one record.
