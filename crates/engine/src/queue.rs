@@ -14,16 +14,16 @@
 //! A packet simulator's events are overwhelmingly a few microseconds ahead of now
 //! (serialization, propagation). They go into a wheel of [`BUCKETS`] buckets of
 //! 2^[`BUCKET_SHIFT`] ps (about 1 ns) each, covering the next ~8 µs; a bitmap finds
-//! the next non-empty bucket. Each bucket is kept sorted (a deque: new events almost
-//! always belong at the back, the earliest leaves from the front), so the exact order
-//! above holds inside a bucket however many events share it. Events beyond the
-//! horizon (timers) wait in an overflow heap and move into the wheel as time
-//! approaches them. Push and pop are O(1) for near events instead of O(log n) over
-//! everything pending, and the active buckets stay in cache.
+//! the next non-empty bucket. A bucket is a sorted singly-linked list (head and tail)
+//! through one shared slab of nodes: a new event almost always belongs at the tail
+//! (O(1)), the earliest leaves from the head, and memory follows the number of
+//! pending events rather than the largest burst each bucket ever saw. Events beyond
+//! the horizon (timers) wait in an overflow heap and move into the wheel as time
+//! approaches them.
 
 use crate::time::Time;
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 
 /// Log2 of a bucket's width in picoseconds (1024 ps).
 pub const BUCKET_SHIFT: u32 = 10;
@@ -31,28 +31,31 @@ pub const BUCKET_SHIFT: u32 = 10;
 pub const BUCKETS: usize = 1 << 13;
 const MASK: u64 = BUCKETS as u64 - 1;
 const WORDS: usize = BUCKETS / 64;
+const NIL: u32 = u32::MAX;
 
-/// One scheduled event. The key packs `time` (high 64 bits) and the insertion
-/// sequence (low 64 bits) so one integer comparison gives the total order.
+/// One scheduled event: ordered by `(time, seq)`, `seq` being the insertion count.
 #[derive(Clone, Copy)]
 struct Entry<E> {
-    key: u128,
+    time: u64,
+    seq: u64,
     event: E,
 }
 
 impl<E> Entry<E> {
-    fn time(&self) -> Time {
-        Time((self.key >> 64) as u64)
+    #[inline]
+    fn key(&self) -> (u64, u64) {
+        (self.time, self.seq)
     }
+    #[inline]
     fn bucket(&self) -> u64 {
-        ((self.key >> 64) as u64) >> BUCKET_SHIFT
+        self.time >> BUCKET_SHIFT
     }
 }
 
 // The overflow `BinaryHeap` is a max-heap: order entries by reversed key.
 impl<E> PartialEq for Entry<E> {
     fn eq(&self, o: &Self) -> bool {
-        self.key == o.key
+        self.key() == o.key()
     }
 }
 impl<E> Eq for Entry<E> {}
@@ -63,13 +66,23 @@ impl<E> PartialOrd for Entry<E> {
 }
 impl<E> Ord for Entry<E> {
     fn cmp(&self, o: &Self) -> Ordering {
-        o.key.cmp(&self.key)
+        o.key().cmp(&self.key())
     }
+}
+
+/// A node of the slab: an entry and the next node of its bucket (or of the free list).
+#[derive(Clone, Copy)]
+struct Node<E> {
+    entry: Entry<E>,
+    next: u32,
 }
 
 /// A deterministic priority queue of events of type `E`.
 pub struct EventQueue<E> {
-    buckets: Vec<VecDeque<Entry<E>>>,
+    nodes: Vec<Node<E>>,
+    free: u32,
+    head: Vec<u32>,
+    tail: Vec<u32>,
     /// Bit `b` set while bucket `b` is non-empty.
     occupied: [u64; WORDS],
     /// Absolute bucket number (`time >> BUCKET_SHIFT`) of the current bucket; the
@@ -92,7 +105,10 @@ impl<E: Copy> EventQueue<E> {
     /// An empty queue at time zero.
     pub fn new() -> Self {
         EventQueue {
-            buckets: (0..BUCKETS).map(|_| VecDeque::new()).collect(),
+            nodes: Vec::new(),
+            free: NIL,
+            head: vec![NIL; BUCKETS],
+            tail: vec![NIL; BUCKETS],
             occupied: [0; WORDS],
             cursor: 0,
             overflow: BinaryHeap::new(),
@@ -132,10 +148,9 @@ impl<E: Copy> EventQueue<E> {
     #[inline]
     pub fn push(&mut self, at: Time, event: E) {
         assert!(at >= self.now, "event scheduled in the past: {} < {}", at, self.now);
-        let e = Entry { key: ((at.0 as u128) << 64) | self.seq as u128, event };
+        let e = Entry { time: at.0, seq: self.seq, event };
         self.seq += 1;
-        let b = e.bucket();
-        if b < self.cursor + BUCKETS as u64 {
+        if e.bucket() < self.cursor + BUCKETS as u64 {
             self.insert(e);
         } else {
             self.overflow.push(e);
@@ -143,18 +158,53 @@ impl<E: Copy> EventQueue<E> {
     }
 
     #[inline]
+    fn node(&mut self, entry: Entry<E>) -> u32 {
+        let node = Node { entry, next: NIL };
+        if self.free == NIL {
+            self.nodes.push(node);
+            (self.nodes.len() - 1) as u32
+        } else {
+            let n = self.free;
+            self.free = self.nodes[n as usize].next;
+            self.nodes[n as usize] = node;
+            n
+        }
+    }
+
+    #[inline]
+    fn key(&self, n: u32) -> (u64, u64) {
+        self.nodes[n as usize].entry.key()
+    }
+
+    /// Links `e` into its bucket, keeping the bucket sorted.
+    #[inline]
     fn insert(&mut self, e: Entry<E>) {
         let slot = (e.bucket() & MASK) as usize;
-        // Insertion sort from the back: buckets hold a handful of events and a new
-        // one usually belongs last or near it.
-        let b = &mut self.buckets[slot];
-        b.push_back(e);
-        let mut i = b.len() - 1;
-        while i > 0 && b[i - 1].key > b[i].key {
-            b.swap(i - 1, i);
-            i -= 1;
+        let key = e.key();
+        let n = self.node(e);
+        let (head, tail) = (self.head[slot], self.tail[slot]);
+        if head == NIL {
+            self.head[slot] = n;
+            self.tail[slot] = n;
+            self.occupied[slot / 64] |= 1 << (slot % 64);
+        } else if self.key(tail) < key {
+            self.nodes[tail as usize].next = n;
+            self.tail[slot] = n;
+        } else if key < self.key(head) {
+            self.nodes[n as usize].next = head;
+            self.head[slot] = n;
+        } else {
+            let mut prev = head;
+            loop {
+                let next = self.nodes[prev as usize].next;
+                if self.key(next) > key {
+                    self.nodes[n as usize].next = next;
+                    self.nodes[prev as usize].next = n;
+                    break;
+                }
+                prev = next;
+            }
         }
-        self.occupied[slot / 64] |= 1 << (slot % 64);
         self.in_wheel += 1;
     }
 
@@ -210,37 +260,41 @@ impl<E: Copy> EventQueue<E> {
             return None;
         }
         let mut slot = (self.cursor & MASK) as usize;
-        if self.buckets[slot].is_empty() {
+        if self.head[slot] == NIL {
             self.advance();
             slot = (self.cursor & MASK) as usize;
         }
-        let e = self.buckets[slot].pop_front().expect("advance found an occupied bucket");
-        if self.buckets[slot].is_empty() {
+        let n = self.head[slot];
+        debug_assert!(n != NIL, "advance found an occupied bucket");
+        let node = self.nodes[n as usize];
+        self.head[slot] = node.next;
+        if node.next == NIL {
+            self.tail[slot] = NIL;
             self.occupied[slot / 64] &= !(1 << (slot % 64));
         }
+        self.nodes[n as usize].next = self.free;
+        self.free = n;
         self.in_wheel -= 1;
-        self.now = e.time();
+        self.now = Time(node.entry.time);
         self.popped += 1;
-        Some((self.now, e.event))
+        Some((self.now, node.entry.event))
     }
 
     fn peek_entry(&self) -> Option<&Entry<E>> {
         match self.next_occupied() {
-            Some(d) => self.buckets[((self.cursor + d) & MASK) as usize].front(),
+            Some(d) => Some(&self.nodes[self.head[((self.cursor + d) & MASK) as usize] as usize].entry),
             None => self.overflow.peek(),
         }
     }
 
     /// The next event, without removing it.
-    #[inline]
     pub fn peek(&self) -> Option<&E> {
         self.peek_entry().map(|e| &e.event)
     }
 
     /// Time of the next event, if any.
-    #[inline]
     pub fn peek_time(&self) -> Option<Time> {
-        self.peek_entry().map(|e| e.time())
+        self.peek_entry().map(|e| Time(e.time))
     }
 }
 

@@ -8,10 +8,20 @@
 
 use fabricsim_wire::Packet;
 
+/// Packets per chunk of the arena.
+const CHUNK_SHIFT: u32 = 12;
+const CHUNK: usize = 1 << CHUNK_SHIFT;
+
 /// A growable arena of packets with a free list.
+///
+/// Slots live in fixed chunks of 4096 that are never moved: growing the pool
+/// allocates one more chunk instead of reallocating (and briefly doubling) one big
+/// buffer, so its memory stays within one chunk of the peak number of packets.
 #[derive(Default)]
 pub struct Pool {
-    slots: Vec<Packet>,
+    chunks: Vec<Box<[Packet]>>,
+    /// Slots handed out so far (the high-water mark of indices).
+    used: u32,
     free: Vec<u32>,
     live: usize,
     peak: usize,
@@ -23,16 +33,19 @@ impl Pool {
     pub fn alloc(&mut self, pkt: Packet) -> u32 {
         self.live += 1;
         self.peak = self.peak.max(self.live);
-        match self.free.pop() {
-            Some(i) => {
-                self.slots[i as usize] = pkt;
-                i
-            }
+        let i = match self.free.pop() {
+            Some(i) => i,
             None => {
-                self.slots.push(pkt);
-                (self.slots.len() - 1) as u32
+                if self.used as usize == self.chunks.len() * CHUNK {
+                    self.chunks.push(vec![Packet::default(); CHUNK].into_boxed_slice());
+                    self.free.reserve_exact(CHUNK);
+                }
+                self.used += 1;
+                self.used - 1
             }
-        }
+        };
+        *self.get_mut(i) = pkt;
+        i
     }
 
     /// Returns slot `i` to the free list. The caller must not use `i` again.
@@ -46,13 +59,18 @@ impl Pool {
     /// The packet in slot `i`.
     #[inline]
     pub fn get(&self, i: u32) -> &Packet {
-        &self.slots[i as usize]
+        &self.chunks[(i >> CHUNK_SHIFT) as usize][i as usize & (CHUNK - 1)]
     }
 
     /// The packet in slot `i`, mutably.
     #[inline]
     pub fn get_mut(&mut self, i: u32) -> &mut Packet {
-        &mut self.slots[i as usize]
+        &mut self.chunks[(i >> CHUNK_SHIFT) as usize][i as usize & (CHUNK - 1)]
+    }
+
+    /// Heap bytes held (chunks and free list).
+    pub fn heap_bytes(&self) -> usize {
+        self.chunks.len() * CHUNK * std::mem::size_of::<Packet>() + self.free.capacity() * 4
     }
 
     /// Packets currently allocated.
@@ -86,6 +104,18 @@ mod tests {
         assert_eq!(a, c);
         assert_eq!(pool.live(), 2);
         assert_eq!(pool.peak(), 2);
+    }
+
+    #[test]
+    fn slots_survive_growth_across_chunks() {
+        let mut pool = Pool::default();
+        let ids: Vec<u32> = (0..3 * CHUNK as u32 + 5)
+            .map(|k| pool.alloc(Packet { payload: k, ..Default::default() }))
+            .collect();
+        for (k, &i) in ids.iter().enumerate() {
+            assert_eq!(pool.get(i).payload, k as u32);
+        }
+        assert_eq!(pool.heap_bytes() / std::mem::size_of::<Packet>() / CHUNK, 4);
     }
 
     #[test]

@@ -6,13 +6,18 @@
 //! exception type, `fabricsim.ScenarioError`, with the core's message unchanged; no
 //! Rust panic crosses this boundary as anything but `RuntimeError`.
 
-use fabricsim_run::{schema, Column, Ending, Progress, RunResult, Scenario, ScenarioError as CoreError, Table};
+mod alloc;
+
+use fabricsim_run::{schema, Column, Ending, Progress, RunResult, Scenario, ScenarioError as CoreError, Sim, Table};
 use pyo3::create_exception;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use std::io::Write;
 use std::time::{Duration, Instant};
+
+#[global_allocator]
+static ALLOC: alloc::Counting = alloc::Counting;
 
 create_exception!(_core, ScenarioError, pyo3::exceptions::PyValueError, "A scenario that cannot be run; the message names the key and the allowed values.");
 
@@ -58,7 +63,16 @@ fn table<'py>(py: Python<'py>, t: &Table) -> PyResult<Bound<'py, PyList>> {
     Ok(out)
 }
 
-fn result_dict<'py>(py: Python<'py>, r: &RunResult, wall: f64) -> PyResult<Bound<'py, PyDict>> {
+/// Heap figures of one run, bytes.
+#[derive(Clone, Copy)]
+struct Memory {
+    /// Once the world was built, before the first event.
+    built: usize,
+    /// The largest total while running.
+    peak: usize,
+}
+
+fn result_dict<'py>(py: Python<'py>, r: &RunResult, wall: f64, mem: Memory) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("flows", table(py, &r.flows)?)?;
     d.set_item("ports", table(py, &r.ports)?)?;
@@ -66,6 +80,8 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, wall: f64) -> PyResult<Bound
     d.set_item("port_names", PyList::new(py, &r.port_names)?)?;
     d.set_item("summary", serde_json::to_string(&r.summary).map_err(|e| PyRuntimeError::new_err(e.to_string()))?)?;
     d.set_item("wall_seconds", wall)?;
+    d.set_item("heap_built_bytes", mem.built)?;
+    d.set_item("heap_peak_bytes", mem.peak)?;
     Ok(d)
 }
 
@@ -115,7 +131,13 @@ fn run<'py>(py: Python<'py>, text: &str, format: &str, seed: Option<u64>, progre
             }
             true
         };
-        let r = fabricsim_run::run(sc, &mut tick);
+        let r = Sim::new(sc).map(|mut sim| {
+            alloc::reset_peak();
+            let built = alloc::current();
+            let ending = sim.run(&mut tick);
+            let mem = Memory { built, peak: alloc::peak() };
+            (fabricsim_run::results(&sim, ending), mem)
+        });
         (r, interrupted)
     });
     if let Some(e) = interrupted {
@@ -124,7 +146,7 @@ fn run<'py>(py: Python<'py>, text: &str, format: &str, seed: Option<u64>, progre
         }
         return Err(e);
     }
-    let r = result.map_err(to_py)?;
+    let (r, mem) = result.map_err(to_py)?;
     let wall = t0.elapsed().as_secs_f64();
     if progress {
         let s = &r.summary;
@@ -138,7 +160,7 @@ fn run<'py>(py: Python<'py>, text: &str, format: &str, seed: Option<u64>, progre
         draw(&p, wall, true);
     }
     debug_assert!(r.ending != Ending::Cancelled);
-    result_dict(py, &r, wall)
+    result_dict(py, &r, wall, mem)
 }
 
 /// Checks a scenario without running it; returns a short description.
