@@ -1,0 +1,38 @@
+"""The README stays true: its scenario reference is the compiled schema, and it shows
+the two set-up commands and the benchmark command."""
+
+import re
+from pathlib import Path
+
+from fabricsim import catalog
+from fabricsim.cli import catalog_markdown
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_the_scenario_reference_matches_the_schema():
+    text = README.read_text()
+    m = re.search(r"<!-- catalog:begin -->\n(.*?)<!-- catalog:end -->", text, flags=re.S)
+    assert m, "README lacks the catalog markers"
+    assert m.group(1) == catalog_markdown(catalog()), "run scripts/update-readme"
+
+
+def test_the_two_commands_and_the_benchmark_are_documented():
+    text = README.read_text()
+    assert "pip install . && fabricsim run" in text
+    assert "./scripts/test" in text
+    assert "fabricsim bench" in text and "packet-hops/s" in text
+    ci = (README.parent / ".ci" / "run").read_text()
+    assert "./scripts/test" in ci
+
+
+def test_every_output_column_is_documented(tmp_path):
+    import fabricsim
+
+    r = fabricsim.run(fabricsim.default_scenario())
+    text = README.read_text()
+    for table in (r.flows, r.ports, r.collectives):
+        for col in table.columns:
+            assert f"`{col}`" in text, f"column {col} is not documented in the README"
+    for key in r.summary:
+        assert f"`{key}`" in text, f"summary key {key} is not documented in the README"
