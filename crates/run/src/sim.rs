@@ -425,10 +425,13 @@ impl Sim {
 
     fn arm(&mut self, now: Time, ep: u32) {
         if let Some(t) = self.eps[ep as usize].poll_timeout() {
+            // A deadline already past fires now; `timer_at` must be the time the event
+            // is really scheduled for, or it would never be recognised and re-armed.
+            let t = t.max(now);
             let m = &mut self.meta[ep as usize];
             if t < m.timer_at {
                 m.timer_at = t;
-                self.q.push(t.max(now), Event::Timer(ep));
+                self.q.push(t, Event::Timer(ep));
             }
         }
     }

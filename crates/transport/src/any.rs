@@ -3,8 +3,11 @@
 //! The simulator stores endpoints in one `Vec<AnyEndpoint>`; a `match` per call keeps
 //! dispatch static and inlinable (smoltcp's `AnyController` pattern).
 
+use crate::common::{OooHistogram, PathLog, PathStats, SprayResponder};
 use crate::conn::{AppEvent, EndpointStats, Message, Poll};
+use crate::mprdma::MprdmaSender;
 use crate::roce::{RoceRequester, RoceResponder};
+use crate::udmp::UdmpSender;
 use crate::Endpoint;
 use fabricsim_engine::Time;
 use fabricsim_wire::Packet;
@@ -16,6 +19,12 @@ pub enum AnyEndpoint {
     RoceRequester(RoceRequester),
     /// RoCE responder.
     RoceResponder(RoceResponder),
+    /// MPRDMA sender.
+    Mprdma(MprdmaSender),
+    /// UDMP sender.
+    Udmp(UdmpSender),
+    /// The multipath receiver shared by MPRDMA, STELLAR, UDMP and MRC.
+    Spray(SprayResponder),
 }
 
 macro_rules! dispatch {
@@ -23,15 +32,18 @@ macro_rules! dispatch {
         match $self {
             AnyEndpoint::RoceRequester($e) => $body,
             AnyEndpoint::RoceResponder($e) => $body,
+            AnyEndpoint::Mprdma($e) => $body,
+            AnyEndpoint::Udmp($e) => $body,
+            AnyEndpoint::Spray($e) => $body,
         }
     };
 }
 
 impl AnyEndpoint {
-    /// Whether this endpoint only sends control packets (ACK/NAK/CNP), which NICs
+    /// Whether this endpoint only sends control packets (ACK/NAK/CNP/SACK), which NICs
     /// serve before data.
     pub fn is_responder(&self) -> bool {
-        matches!(self, AnyEndpoint::RoceResponder(_))
+        matches!(self, AnyEndpoint::RoceResponder(_) | AnyEndpoint::Spray(_))
     }
 }
 
@@ -63,5 +75,17 @@ impl Endpoint for AnyEndpoint {
     #[inline]
     fn stats(&self) -> &EndpointStats {
         dispatch!(self, e => e.stats())
+    }
+    fn on_port_state(&mut self, now: Time, port: u8, up: bool) {
+        dispatch!(self, e => e.on_port_state(now, port, up))
+    }
+    fn path_stats(&self) -> Vec<PathStats> {
+        dispatch!(self, e => e.path_stats())
+    }
+    fn drain_path_log(&mut self, out: &mut Vec<PathLog>) {
+        dispatch!(self, e => e.drain_path_log(out))
+    }
+    fn ooo(&self) -> Option<&OooHistogram> {
+        dispatch!(self, e => e.ooo())
     }
 }

@@ -22,14 +22,22 @@
 //! Modules:
 //! * [`conn`]: what an endpoint is told about its connection, messages, events.
 //! * [`timer`]: a small deadline table indexed by an enum.
-//! * [`roce`]: RoCEv2 RC with go-back-N and DCQCN.
+//! * [`common`]: what the multipath transports share (send buffer, receive window,
+//!   RTT estimation, a per-packet-ACK responder, per-path metrics).
+//! * [`roce`]: RoCEv2 RC with go-back-N and DCQCN (QP-Scaling is K of these).
+//! * [`mprdma`]: MPRDMA, one window over virtual paths, ACK-clocked.
+//! * [`udmp`]: UDMP, delay-gradient rate control and a delay-driven ACK clock joined
+//!   by a token pool.
 //! * [`any`]: [`AnyEndpoint`], enum dispatch over the concrete protocols (no `dyn` on
 //!   the hot path).
 
 pub mod any;
+pub mod common;
 pub mod conn;
+pub mod mprdma;
 pub mod roce;
 pub mod timer;
+pub mod udmp;
 
 pub use any::AnyEndpoint;
 pub use conn::{AppEvent, ConnInfo, EndpointStats, Message, Poll};
@@ -55,4 +63,17 @@ pub trait Endpoint {
     fn poll_event(&mut self) -> Option<AppEvent>;
     /// Counters.
     fn stats(&self) -> &EndpointStats;
+    /// Input: local NIC port `port` went down or came back up. Transports that cannot
+    /// use several ports ignore it.
+    fn on_port_state(&mut self, _now: Time, _port: u8, _up: bool) {}
+    /// Per-path counters (senders of multipath protocols; empty otherwise).
+    fn path_stats(&self) -> Vec<common::PathStats> {
+        Vec::new()
+    }
+    /// Moves the path-state changes recorded since the last call into `out`.
+    fn drain_path_log(&mut self, _out: &mut Vec<common::PathLog>) {}
+    /// Out-of-order degrees of arriving packets (multipath receivers).
+    fn ooo(&self) -> Option<&common::OooHistogram> {
+        None
+    }
 }

@@ -22,6 +22,9 @@ enum Ev {
 /// Decides the fate of one packet on the wire: `(lost, mark_ce)`.
 pub type Fate = Box<dyn FnMut(usize, &Packet, u64) -> (bool, bool)>;
 
+/// The propagation delay of one packet (by direction and packet, e.g. its entropy).
+pub type DelayFn = Box<dyn Fn(usize, &Packet) -> Dur>;
+
 pub struct Pair {
     pub eps: [AnyEndpoint; 2],
     pub rate: Rate,
@@ -31,6 +34,8 @@ pub struct Pair {
     in_flight: Vec<Option<Packet>>,
     timer_at: [Option<Time>; 2],
     pub fate: Fate,
+    /// Overrides `delay` per packet when set.
+    pub delay_of: Option<DelayFn>,
     pub events: Vec<(Time, usize, AppEvent)>,
     /// Data packets put on the wire in each direction.
     pub sent: [u64; 2],
@@ -48,6 +53,7 @@ impl Pair {
             in_flight: Vec::new(),
             timer_at: [None; 2],
             fate: Box::new(|_, _, _| (false, false)),
+            delay_of: None,
             events: Vec::new(),
             sent: [0; 2],
             lost: [0; 2],
@@ -77,9 +83,11 @@ impl Pair {
             self.events.push((now, side, e));
         }
         if let Some(t) = self.eps[side].poll_timeout() {
+            // A deadline already past fires now; remember when the event really is.
+            let t = t.max(now);
             if self.timer_at[side].is_none_or(|a| t < a) {
                 self.timer_at[side] = Some(t);
-                self.q.push(t.max(now), Ev::Timer(side));
+                self.q.push(t, Ev::Timer(side));
             }
         }
         self.serve(side);
@@ -104,9 +112,10 @@ impl Pair {
                     if mark && pkt.net.ecn != Ecn::NotEct {
                         pkt.net.ecn = Ecn::Ce;
                     }
+                    let delay = self.delay_of.as_ref().map_or(self.delay, |f| f(side, &pkt));
                     self.in_flight.push(Some(pkt));
                     let id = (self.in_flight.len() - 1) as u32;
-                    self.q.push(now + ser + self.delay, Ev::Deliver(1 - side, id));
+                    self.q.push(now + ser + delay, Ev::Deliver(1 - side, id));
                 }
             }
             Poll::Wait(t) => self.q.push(t, Ev::Wake(side)),
@@ -116,9 +125,11 @@ impl Pair {
             self.events.push((now, side, e));
         }
         if let Some(t) = self.eps[side].poll_timeout() {
+            // A deadline already past fires now; remember when the event really is.
+            let t = t.max(now);
             if self.timer_at[side].is_none_or(|a| t < a) {
                 self.timer_at[side] = Some(t);
-                self.q.push(t.max(now), Ev::Timer(side));
+                self.q.push(t, Ev::Timer(side));
             }
         }
     }

@@ -1,0 +1,24 @@
+//! Pieces every multipath transport shares.
+//!
+//! * [`sendbuf`]: the sender's PSN space, per-PSN records, the retransmission queue and
+//!   a time-ordered send log for RTO and RACK-style loss detection; data packets carry
+//!   their RDMA address (RETH) in every packet so they can be placed in any order.
+//! * [`recvwin`]: the receiver's window bitmap, direct placement and in-order message
+//!   completion.
+//! * [`rtt`]: smoothed RTT and RTO (RFC 6298 style).
+//! * [`metrics`]: per-path (entropy value) counters, path-state logs and the
+//!   out-of-order degree histogram.
+//! * [`responder`]: a receiver answering every data packet with a per-packet ACK or SACK
+//!   (and NACKs for trimmed or out-of-window packets), configured per protocol.
+
+pub mod metrics;
+pub mod recvwin;
+pub mod responder;
+pub mod rtt;
+pub mod sendbuf;
+
+pub use metrics::{EvState, OooHistogram, PathLog, PathStats};
+pub use recvwin::{Arrival, RecvWindow};
+pub use responder::{SprayResponder, SprayResponderConfig};
+pub use rtt::RttEstimator;
+pub use sendbuf::{PsnRecord, SendBuffer};

@@ -1,0 +1,251 @@
+//! A multipath receiver: places every packet on arrival and answers each one.
+//!
+//! Every data packet gets an acknowledgement carrying the cumulative point, the PSN it
+//! acknowledges, the entropy value it came on, its send timestamp and whether it was
+//! ECN-marked: this is all the per-path feedback MPRDMA, STELLAR, UDMP and MRC need.
+//! Options select the protocol's flavour: a SACK bitmap (MRC), a NACK for trimmed
+//! headers (MRC) or for PSNs beyond a bounded bitmap (UDMP, MPRDMA), and a reverse
+//! entropy set for control packets, kept fresh by probes (MRC section 2.4).
+
+use super::recvwin::{Arrival, RecvWindow};
+use crate::conn::{AppEvent, ConnInfo, EndpointStats, Message, Poll};
+use crate::Endpoint;
+use fabricsim_engine::{Dur, Rng, Time};
+use fabricsim_wire::{hdr, opcode, Bth, Ecn, Ext, NetHdr, Packet, TrafficClass};
+use std::collections::VecDeque;
+
+/// How a [`SprayResponder`] behaves.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SprayResponderConfig {
+    /// Bitmap window in packets (`u32::MAX`: unbounded).
+    pub window: u32,
+    /// Refuse a PSN beyond the window with a NACK (otherwise silently).
+    pub nack_beyond: bool,
+    /// Answer a trimmed header with a NACK (fast retransmission).
+    pub nack_trimmed: bool,
+    /// Send SACKs (with a 64-PSN bitmap) rather than plain per-packet ACKs.
+    pub sack: bool,
+    /// Keep a reverse entropy value per plane for control packets, probed every this
+    /// often while data arrives (MRC); `None`: control packets echo the data's entropy.
+    pub reverse_probe: Option<Dur>,
+}
+
+/// The receiving side of a multipath connection.
+#[derive(Clone, Debug)]
+pub struct SprayResponder {
+    info: ConnInfo,
+    cfg: SprayResponderConfig,
+    win: RecvWindow,
+    /// Control packets waiting, per local NIC port (offset from `first_port`).
+    ctrl: Vec<VecDeque<Packet>>,
+    /// Bit `p` set while local NIC port `p` is up.
+    ports_up: u8,
+    rev_ev: Vec<u32>,
+    next_rev_probe: Time,
+    rng: Rng,
+    stats: EndpointStats,
+}
+
+impl SprayResponder {
+    /// A responder for `info`; `rng` picks reverse entropy values.
+    pub fn new(info: ConnInfo, cfg: SprayResponderConfig, mut rng: Rng) -> SprayResponder {
+        let planes = info.ports as usize;
+        let rev_ev = (0..planes).map(|p| Self::random_ev(&mut rng, info.first_port + p as u8)).collect();
+        SprayResponder {
+            win: RecvWindow::new(info.mtu, cfg.window),
+            ctrl: vec![VecDeque::new(); planes],
+            ports_up: u8::MAX,
+            rev_ev,
+            next_rev_probe: Time::ZERO,
+            rng,
+            info,
+            cfg,
+            stats: EndpointStats::default(),
+        }
+    }
+
+    /// An entropy value for NIC port `port`: the plane in the low 3 bits, the rest
+    /// random.
+    fn random_ev(rng: &mut Rng, port: u8) -> u32 {
+        ((rng.next_u64() as u32) & !7) | (port as u32 & 7)
+    }
+
+    /// The receive window (for out-of-order statistics).
+    pub fn window(&self) -> &RecvWindow {
+        &self.win
+    }
+
+    /// The up local port to answer a packet that arrived on `port`.
+    fn reply_port(&self, port: u8) -> Option<u8> {
+        let n = self.info.ports;
+        (0..n).map(|i| self.info.first_port + (port - self.info.first_port + i) % n).find(|&p| self.ports_up & (1 << p) != 0)
+    }
+
+    fn control(&self, op: u8, ev: u32) -> Packet {
+        let mut net = NetHdr {
+            src: self.info.local_host,
+            dst: self.info.remote_host,
+            class: TrafficClass::Control,
+            ecn: Ecn::NotEct,
+            ..Default::default()
+        };
+        net.set_entropy(ev);
+        Packet { net, bth: Bth { opcode: op, ack_req: false, dest_qp: self.info.remote_qpn, psn: 0 }, hdrs: hdr::EXT, ..Default::default() }
+    }
+
+    /// Queues `pkt` to leave from the port answering `arrival_port`.
+    fn queue(&mut self, arrival_port: u8, mut pkt: Packet, data_ev: u32) {
+        let Some(port) = self.reply_port(arrival_port) else { return };
+        let ev = if self.cfg.reverse_probe.is_some() { self.rev_ev[(port - self.info.first_port) as usize] } else { data_ev };
+        pkt.net.set_entropy(ev);
+        pkt.net.src_port = port;
+        pkt.ext.port_state = self.ports_up;
+        self.stats.control_sent += 1;
+        self.ctrl[(port - self.info.first_port) as usize].push_back(pkt);
+    }
+
+    fn arrival_port(&self, pkt: &Packet) -> u8 {
+        // A packet stays in its plane: it arrives on the port of the sender's port.
+        if self.info.ports > 1 { pkt.net.src_port } else { self.info.first_port }
+    }
+
+    fn maybe_probe_reverse(&mut self, now: Time, force_port: Option<u8>) {
+        let Some(interval) = self.cfg.reverse_probe else { return };
+        if force_port.is_none() && now < self.next_rev_probe {
+            return;
+        }
+        self.next_rev_probe = now + interval;
+        let port = match force_port {
+            Some(p) => p,
+            None => self.info.first_port + self.rng.below(self.info.ports as u64) as u8,
+        };
+        if self.ports_up & (1 << port) == 0 {
+            return;
+        }
+        let ev = Self::random_ev(&mut self.rng, port);
+        let mut probe = self.control(opcode::X_PROBE, ev);
+        probe.ext.ev = ev;
+        probe.ext.ts = now.ps();
+        probe.net.src_port = port;
+        probe.ext.port_state = self.ports_up;
+        self.stats.control_sent += 1;
+        self.ctrl[(port - self.info.first_port) as usize].push_back(probe);
+    }
+}
+
+impl Endpoint for SprayResponder {
+    fn on_packet(&mut self, now: Time, pkt: &Packet) {
+        let port = self.arrival_port(pkt);
+        match pkt.bth.opcode {
+            opcode::X_PROBE => {
+                // The requester tests a path: answer on our reverse path.
+                let mut reply = self.control(opcode::X_PROBE_REPLY, 0);
+                reply.ext = Ext { ev: pkt.ext.ev, ts: pkt.ext.ts, ..Default::default() };
+                self.queue(port, reply, pkt.ext.ev);
+                return;
+            }
+            opcode::X_PROBE_REPLY => {
+                // Our reverse probe came back: that entropy value works for its plane.
+                let p = (pkt.ext.ev & 7) as u8;
+                if p >= self.info.first_port && p < self.info.first_port + self.info.ports {
+                    self.rev_ev[(p - self.info.first_port) as usize] = pkt.ext.ev;
+                }
+                return;
+            }
+            _ if !pkt.is_data() => return,
+            _ => {}
+        }
+        let psn = pkt.bth.psn;
+        if pkt.net.trimmed {
+            self.stats.trimmed += 1;
+            if self.cfg.nack_trimmed {
+                let mut nack = self.control(opcode::X_NACK, 0);
+                nack.bth.psn = psn;
+                nack.ext = Ext { ev: pkt.ext.ev, cum_psn: self.win.rcv_nxt(), ack_psn: psn, ts: pkt.ext.ts, flags: Ext::F_TRIMMED, ..Default::default() };
+                self.queue(port, nack, pkt.ext.ev);
+            }
+            return;
+        }
+        let ce = pkt.net.ecn == Ecn::Ce;
+        if ce {
+            self.stats.ecn_marked += 1;
+        }
+        let arrival = self.win.arrive(psn, pkt.ext.cum_psn, pkt.reth.len);
+        match arrival {
+            Arrival::Placed => self.stats.bytes_placed += pkt.payload as u64,
+            Arrival::Duplicate => {
+                self.stats.duplicates += 1;
+                // The sender resent something we acknowledged: our acknowledgement may
+                // have died on the reverse path of this plane. Test it now.
+                self.maybe_probe_reverse(now, Some(port));
+            }
+            Arrival::BeyondWindow => {
+                self.stats.duplicates += 1;
+                if self.cfg.nack_beyond {
+                    let mut nack = self.control(opcode::X_NACK, 0);
+                    nack.bth.psn = psn;
+                    nack.ext = Ext { ev: pkt.ext.ev, cum_psn: self.win.rcv_nxt(), ack_psn: psn, ts: pkt.ext.ts, ..Default::default() };
+                    self.queue(port, nack, pkt.ext.ev);
+                }
+                return;
+            }
+        }
+        let op = if self.cfg.sack { opcode::X_SACK } else { opcode::X_ACK };
+        let mut ack = self.control(op, 0);
+        ack.bth.psn = self.win.rcv_nxt();
+        ack.ext = Ext {
+            ev: pkt.ext.ev,
+            cum_psn: self.win.rcv_nxt(),
+            ack_psn: psn,
+            ts: pkt.ext.ts,
+            flags: if ce { Ext::F_ECE } else { 0 },
+            bitmap: if self.cfg.sack { self.win.sack_bits() } else { 0 },
+            ..Default::default()
+        };
+        self.queue(port, ack, pkt.ext.ev);
+        self.maybe_probe_reverse(now, None);
+    }
+
+    fn on_timeout(&mut self, _now: Time) {}
+
+    fn on_port_state(&mut self, _now: Time, port: u8, up: bool) {
+        if up {
+            self.ports_up |= 1 << port;
+        } else {
+            self.ports_up &= !(1 << port);
+            // Control packets queued for a dead port move to a live one.
+            let i = (port - self.info.first_port) as usize;
+            let stranded: Vec<Packet> = self.ctrl[i].drain(..).collect();
+            for p in stranded {
+                let ev = p.net.entropy();
+                self.stats.control_sent -= 1;
+                self.queue(port, p, ev);
+            }
+        }
+    }
+
+    fn post(&mut self, _now: Time, _msg: Message) {}
+
+    fn poll_transmit(&mut self, _now: Time, port: u8) -> Poll {
+        match self.ctrl.get_mut((port.wrapping_sub(self.info.first_port)) as usize).and_then(|q| q.pop_front()) {
+            Some(p) => Poll::Send(p),
+            None => Poll::Idle,
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        None
+    }
+
+    fn poll_event(&mut self) -> Option<AppEvent> {
+        self.win.poll_event()
+    }
+
+    fn stats(&self) -> &EndpointStats {
+        &self.stats
+    }
+
+    fn ooo(&self) -> Option<&super::OooHistogram> {
+        Some(&self.win.ooo)
+    }
+}

@@ -1,0 +1,435 @@
+//! The sender's side of a multipath connection: PSNs, per-PSN records, loss detection.
+//!
+//! PSNs count packets across all posted messages. For every PSN between the
+//! cumulative acknowledgement (`una`) and the next never-sent PSN the buffer keeps a
+//! [`PsnRecord`]: when and on which entropy value it was last sent, and whether it was
+//! selectively acknowledged or declared lost. Lost PSNs wait in a retransmission queue
+//! and are sent before new data.
+//!
+//! A send log in transmission order (time, PSN, attempt) makes the two time-based loss
+//! rules O(1) amortized: an RTO (the oldest live send is older than the timeout) and
+//! RACK (a packet sent at least `reo` before the newest acknowledged send is lost).
+//! Entries made stale by an acknowledgement or a later retransmission are skipped.
+//!
+//! Data packets carry a RETH in every packet (address, rkey, message length) and the
+//! extension header (entropy value, send timestamp, first PSN of their message), which
+//! is what lets a receiver place them in any order.
+
+use crate::conn::{AppEvent, ConnInfo, Message};
+use fabricsim_engine::{Dur, Time};
+use fabricsim_wire::{hdr, opcode, Bth, Ecn, Ext, NetHdr, Packet, Reth, TrafficClass};
+use std::collections::VecDeque;
+
+/// What the sender remembers about one PSN.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PsnRecord {
+    /// When it was last sent.
+    pub sent_at: Time,
+    /// Entropy value it was last sent on.
+    pub ev: u32,
+    /// NIC port it was last sent from.
+    pub port: u8,
+    /// Selectively acknowledged.
+    pub acked: bool,
+    /// Declared lost and waiting for retransmission.
+    pub lost: bool,
+    /// Times sent.
+    pub sends: u16,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Outgoing {
+    msg: Message,
+    first_psn: u32,
+    npkts: u32,
+    retx: u64,
+}
+
+/// The sender's PSN space.
+#[derive(Clone, Debug)]
+pub struct SendBuffer {
+    mtu: u32,
+    msgs: VecDeque<Outgoing>,
+    next_msg_psn: u32,
+    una: u32,
+    next_new: u32,
+    recs: VecDeque<PsnRecord>,
+    retx: VecDeque<u32>,
+    log: VecDeque<(Time, u32, u16)>,
+    inflight: u32,
+    events: VecDeque<AppEvent>,
+    /// Send time of the most recently sent packet that has been acknowledged (RACK).
+    newest_acked_sent: Time,
+}
+
+impl SendBuffer {
+    /// An empty buffer for packets of at most `mtu` payload bytes.
+    pub fn new(mtu: u32) -> SendBuffer {
+        SendBuffer {
+            mtu,
+            msgs: VecDeque::new(),
+            next_msg_psn: 0,
+            una: 0,
+            next_new: 0,
+            recs: VecDeque::new(),
+            retx: VecDeque::new(),
+            log: VecDeque::new(),
+            inflight: 0,
+            events: VecDeque::new(),
+            newest_acked_sent: Time::ZERO,
+        }
+    }
+
+    /// Queues a message.
+    pub fn post(&mut self, msg: Message) {
+        let npkts = msg.len.div_ceil(self.mtu as u64).max(1) as u32;
+        self.msgs.push_back(Outgoing { msg, first_psn: self.next_msg_psn, npkts, retx: 0 });
+        self.next_msg_psn += npkts;
+    }
+
+    /// Whether anything waits to be sent (retransmissions or new data).
+    #[inline]
+    pub fn has_data(&self) -> bool {
+        self.next_new < self.next_msg_psn || self.retx.iter().any(|&p| self.needs_retx(p))
+    }
+
+    /// Whether new (never sent) data remains.
+    pub fn has_new(&self) -> bool {
+        self.next_new < self.next_msg_psn
+    }
+
+    /// Whether every posted byte is acknowledged.
+    pub fn all_acked(&self) -> bool {
+        self.una == self.next_msg_psn
+    }
+
+    /// Packets sent and neither acknowledged nor declared lost.
+    #[inline]
+    pub fn inflight(&self) -> u32 {
+        self.inflight
+    }
+
+    /// The cumulative acknowledgement point.
+    pub fn una(&self) -> u32 {
+        self.una
+    }
+
+    /// One past the highest PSN ever sent.
+    pub fn next_new(&self) -> u32 {
+        self.next_new
+    }
+
+    /// The record of `psn`, if it is in the window.
+    pub fn record(&self, psn: u32) -> Option<&PsnRecord> {
+        if psn < self.una || psn >= self.next_new {
+            return None;
+        }
+        self.recs.get((psn - self.una) as usize)
+    }
+
+    fn record_mut(&mut self, psn: u32) -> Option<&mut PsnRecord> {
+        if psn < self.una || psn >= self.next_new {
+            return None;
+        }
+        self.recs.get_mut((psn - self.una) as usize)
+    }
+
+    fn needs_retx(&self, psn: u32) -> bool {
+        self.record(psn).is_some_and(|r| r.lost && !r.acked)
+    }
+
+    /// The next PSN to send: the oldest lost one, else the next new one. Returns the
+    /// PSN and, for a retransmission, the entropy value it was last sent on.
+    pub fn take_next(&mut self) -> Option<(u32, Option<u32>)> {
+        while let Some(&p) = self.retx.front() {
+            self.retx.pop_front();
+            if self.needs_retx(p) {
+                let ev = self.record(p).map(|r| r.ev);
+                return Some((p, ev));
+            }
+        }
+        (self.next_new < self.next_msg_psn).then_some((self.next_new, None))
+    }
+
+    /// Records that `psn` (from [`take_next`](Self::take_next)) is being sent now on
+    /// `ev` from NIC port `port`.
+    pub fn record_send(&mut self, psn: u32, ev: u32, port: u8, now: Time) {
+        if psn == self.next_new {
+            self.recs.push_back(PsnRecord::default());
+            self.next_new += 1;
+        }
+        let rec = self.record_mut(psn).expect("sent PSN is in the window");
+        let retransmission = rec.sends > 0;
+        rec.sent_at = now;
+        rec.ev = ev;
+        rec.port = port;
+        rec.lost = false;
+        rec.sends = rec.sends.saturating_add(1);
+        let sends = rec.sends;
+        self.inflight += 1;
+        self.log.push_back((now, psn, sends));
+        if retransmission {
+            if let Some(m) = self.msg_of(psn) {
+                self.msgs[m].retx += 1;
+            }
+        }
+    }
+
+    fn msg_of(&self, psn: u32) -> Option<usize> {
+        let i = self.msgs.partition_point(|m| m.first_psn + m.npkts <= psn);
+        (i < self.msgs.len() && self.msgs[i].first_psn <= psn).then_some(i)
+    }
+
+    /// The data packet for `psn` sent on `ev` at `now`: RETH in every packet, the
+    /// extension header with the entropy value, the send time and the first PSN of the
+    /// message.
+    pub fn build(&self, info: &ConnInfo, psn: u32, ev: u32, now: Time, retransmission: bool) -> Packet {
+        let m = &self.msgs[self.msg_of(psn).expect("PSN of a posted message")];
+        let k = (psn - m.first_psn) as u64;
+        let offset = k * self.mtu as u64;
+        let payload = m.msg.len.saturating_sub(offset).min(self.mtu as u64) as u32;
+        let (first, last) = (k == 0, k + 1 == m.npkts as u64);
+        let op = match (first, last) {
+            (true, true) => opcode::RC_WRITE_ONLY,
+            (true, false) => opcode::RC_WRITE_FIRST,
+            (false, true) => opcode::RC_WRITE_LAST,
+            (false, false) => opcode::RC_WRITE_MIDDLE,
+        };
+        let mut net = NetHdr {
+            src: info.local_host,
+            dst: info.remote_host,
+            class: TrafficClass::Data,
+            ecn: Ecn::Ect0,
+            ..Default::default()
+        };
+        net.set_entropy(ev);
+        Packet {
+            net,
+            bth: Bth { opcode: op, ack_req: true, dest_qp: info.remote_qpn, psn },
+            payload,
+            hdrs: hdr::RETH | hdr::EXT,
+            reth: Reth { va: m.msg.va + offset, rkey: m.msg.rkey, len: m.msg.len.min(u32::MAX as u64) as u32 },
+            ext: Ext {
+                ev,
+                cum_psn: m.first_psn,
+                ts: now.ps(),
+                flags: if retransmission { Ext::F_RETX } else { 0 },
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    /// Selective acknowledgement of `psn`. Returns its record as it was if this is news
+    /// (the PSN was in flight or declared lost), `None` for duplicates.
+    pub fn ack(&mut self, psn: u32) -> Option<PsnRecord> {
+        let rec = self.record_mut(psn)?;
+        if rec.acked {
+            return None;
+        }
+        let before = *rec;
+        rec.acked = true;
+        if !before.lost {
+            self.inflight -= 1;
+        }
+        self.newest_acked_sent = self.newest_acked_sent.max(before.sent_at);
+        self.advance();
+        self.prune();
+        Some(before)
+    }
+
+    /// Cumulative acknowledgement: every PSN below `cum` arrived.
+    pub fn cum_ack(&mut self, cum: u32) {
+        let end = cum.min(self.next_new);
+        while self.una < end {
+            let psn = self.una;
+            let rec = self.recs[0];
+            if !rec.acked {
+                self.ack(psn);
+            } else {
+                self.advance_one();
+            }
+        }
+        self.prune();
+    }
+
+    fn advance_one(&mut self) {
+        self.recs.pop_front();
+        self.una += 1;
+        while let Some(front) = self.msgs.front() {
+            if front.first_psn + front.npkts > self.una {
+                break;
+            }
+            self.events.push_back(AppEvent::Acked { seq: front.msg.seq, retransmitted: front.retx });
+            self.msgs.pop_front();
+        }
+    }
+
+    fn advance(&mut self) {
+        while self.recs.front().is_some_and(|r| r.acked) {
+            self.advance_one();
+        }
+    }
+
+    /// Declares `psn` lost (if it is in flight) and queues it for retransmission.
+    /// Returns its record as it was.
+    pub fn mark_lost(&mut self, psn: u32) -> Option<PsnRecord> {
+        let rec = self.record_mut(psn)?;
+        if rec.acked || rec.lost || rec.sends == 0 {
+            return None;
+        }
+        let before = *rec;
+        rec.lost = true;
+        self.inflight -= 1;
+        self.retx.push_back(psn);
+        self.prune();
+        Some(before)
+    }
+
+    /// Drops send-log entries that no longer describe a live transmission. Every
+    /// mutator calls it, so the log's front is always live.
+    fn prune(&mut self) {
+        while let Some(&(_, psn, sends)) = self.log.front() {
+            match self.record(psn) {
+                Some(r) if !r.acked && !r.lost && r.sends == sends => return,
+                _ => {
+                    self.log.pop_front();
+                }
+            }
+        }
+    }
+
+    /// When the oldest live transmission was sent (its RTO runs from then).
+    pub fn oldest_send(&self) -> Option<Time> {
+        self.log.front().map(|&(t, _, _)| t)
+    }
+
+    /// Declares lost every live packet sent at least `reo` before the newest
+    /// acknowledged one (RACK), appending their PSNs and records to `out`.
+    pub fn rack(&mut self, reo: Dur, out: &mut Vec<(u32, PsnRecord)>) {
+        loop {
+            self.prune();
+            let Some(&(t, psn, _)) = self.log.front() else { return };
+            if t + reo > self.newest_acked_sent {
+                return;
+            }
+            self.log.pop_front();
+            if let Some(r) = self.mark_lost(psn) {
+                out.push((psn, r));
+            }
+        }
+    }
+
+    /// Declares lost every live packet sent at or before `now - rto`, appending them to
+    /// `out`.
+    pub fn expire(&mut self, now: Time, rto: Dur, out: &mut Vec<(u32, PsnRecord)>) {
+        loop {
+            self.prune();
+            let Some(&(t, psn, _)) = self.log.front() else { return };
+            if t + rto > now {
+                return;
+            }
+            self.log.pop_front();
+            if let Some(r) = self.mark_lost(psn) {
+                out.push((psn, r));
+            }
+        }
+    }
+
+    /// Live PSNs last sent from NIC port `port` (for remapping after a port fails).
+    pub fn live_on_port(&self, port: u8) -> Vec<u32> {
+        (self.una..self.next_new)
+            .filter(|&p| self.record(p).is_some_and(|r| !r.acked && !r.lost && r.sends > 0 && r.port == port))
+            .collect()
+    }
+
+    /// The next application event (a message fully acknowledged).
+    pub fn poll_event(&mut self) -> Option<AppEvent> {
+        self.events.pop_front()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fabricsim_engine::Rate;
+
+    fn info() -> ConnInfo {
+        ConnInfo { local_host: 0, remote_host: 1, remote_qpn: 1, local_qpn: 0, first_port: 0, ports: 1, port_rate: Rate::gbps(100), mtu: 1000 }
+    }
+
+    fn send_all(b: &mut SendBuffer, now: Time) -> Vec<u32> {
+        let mut sent = Vec::new();
+        while let Some((p, _)) = b.take_next() {
+            b.record_send(p, p, 0, now);
+            sent.push(p);
+        }
+        sent
+    }
+
+    #[test]
+    fn packets_carry_their_address_and_message_start() {
+        let mut b = SendBuffer::new(1000);
+        b.post(Message { seq: 0, len: 2500, va: 0x1000, rkey: 9 });
+        b.post(Message { seq: 1, len: 10, va: 0x9000, rkey: 9 });
+        let p = b.build(&info(), 2, 7, Time(5), false);
+        assert_eq!((p.payload, p.reth.va, p.reth.len, p.ext.cum_psn, p.ext.ev), (500, 0x1000 + 2000, 2500, 0, 7));
+        assert_eq!(p.bth.opcode, opcode::RC_WRITE_LAST);
+        let q = b.build(&info(), 3, 1, Time(5), false);
+        assert_eq!((q.bth.opcode, q.ext.cum_psn, q.payload), (opcode::RC_WRITE_ONLY, 3, 10));
+        assert_eq!(q.net.entropy(), 1);
+    }
+
+    #[test]
+    fn selective_acks_complete_messages_in_order() {
+        let mut b = SendBuffer::new(1000);
+        b.post(Message { seq: 0, len: 3000, va: 0, rkey: 0 });
+        b.post(Message { seq: 1, len: 1000, va: 0, rkey: 0 });
+        assert_eq!(send_all(&mut b, Time(0)), vec![0, 1, 2, 3]);
+        assert_eq!(b.inflight(), 4);
+        b.ack(3);
+        b.ack(1);
+        assert!(b.poll_event().is_none(), "message 0 still misses PSN 0 and 2");
+        b.ack(0);
+        b.ack(2);
+        assert_eq!(b.poll_event(), Some(AppEvent::Acked { seq: 0, retransmitted: 0 }));
+        assert_eq!(b.poll_event(), Some(AppEvent::Acked { seq: 1, retransmitted: 0 }));
+        assert!(b.all_acked() && b.inflight() == 0);
+    }
+
+    #[test]
+    fn lost_packets_are_resent_first_and_counted_per_message() {
+        let mut b = SendBuffer::new(1000);
+        b.post(Message { seq: 0, len: 5000, va: 0, rkey: 0 });
+        for _ in 0..3 {
+            let (p, _) = b.take_next().unwrap();
+            b.record_send(p, 10 + p, 0, Time(0));
+        }
+        assert!(b.mark_lost(1).is_some());
+        assert!(b.mark_lost(1).is_none(), "already lost");
+        assert_eq!(b.inflight(), 2);
+        assert_eq!(b.take_next(), Some((1, Some(11))));
+        b.record_send(1, 99, 0, Time(10));
+        b.cum_ack(5);
+        assert_eq!(b.poll_event(), None, "PSNs 3 and 4 were never sent");
+        assert_eq!(b.take_next(), Some((3, None)));
+    }
+
+    #[test]
+    fn rack_declares_packets_sent_well_before_an_acked_one_lost() {
+        let mut b = SendBuffer::new(1000);
+        b.post(Message { seq: 0, len: 10_000, va: 0, rkey: 0 });
+        for t in 0..10u64 {
+            let (p, _) = b.take_next().unwrap();
+            b.record_send(p, 0, 0, Time(t * 1000));
+        }
+        b.ack(8);
+        let mut lost = Vec::new();
+        b.rack(Dur(2500), &mut lost);
+        let psns: Vec<u32> = lost.iter().map(|l| l.0).collect();
+        assert_eq!(psns, vec![0, 1, 2, 3, 4, 5]);
+        let mut expired = Vec::new();
+        b.expire(Time(20_000), Dur(12_500), &mut expired);
+        assert_eq!(expired.iter().map(|l| l.0).collect::<Vec<_>>(), vec![6, 7]);
+    }
+}

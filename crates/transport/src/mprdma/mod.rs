@@ -1,0 +1,214 @@
+//! MPRDMA (Lu et al., NSDI '18) as the UDMP paper describes it (its sections I, III-D).
+//!
+//! One congestion window for all virtual paths (UDP source ports). Every ACK echoes
+//! the path its data took; an unmarked ACK grows the window by `1/cwnd`, a marked one
+//! shrinks it by `1/2`, and the ACK clocks new packets out *on its own path* while the
+//! window allows. Out-of-order awareness: an ACK for a PSN more than `delta` below the
+//! highest acknowledged PSN comes from a slow path; it shrinks the window by one and
+//! clocks nothing out, so the slow path loses its share. Once per round trip, with
+//! probability `explore`, the next packet tries a fresh random path. The receiver keeps
+//! a bitmap of `window` packets and NACKs PSNs beyond it; losses are detected by those
+//! NACKs and by a retransmission timeout, and a lost packet is resent on another path.
+
+use crate::common::{PathStats, PsnRecord, RttEstimator, SendBuffer};
+use crate::conn::{AppEvent, ConnInfo, EndpointStats, Message, Poll};
+use crate::Endpoint;
+use fabricsim_engine::{Dur, Rng, Time};
+use fabricsim_wire::{opcode, Ext, Packet};
+use std::collections::VecDeque;
+
+/// MPRDMA parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MprdmaConfig {
+    /// Virtual paths (entropy values `0..paths`).
+    pub paths: u32,
+    /// Initial window in packets (one BDP is the usual choice).
+    pub init_cwnd: u32,
+    /// OOO tolerance `delta` in packets (UDMP Fig. 7: 64); must be below `window`.
+    pub delta: u32,
+    /// Receiver bitmap in packets (one BDP).
+    pub window: u32,
+    /// Probability per round trip of trying a new path.
+    pub explore: f64,
+    /// Smallest retransmission timeout.
+    pub min_rto: Dur,
+}
+
+/// The sending side of an MPRDMA connection.
+#[derive(Clone, Debug)]
+pub struct MprdmaSender {
+    info: ConnInfo,
+    cfg: MprdmaConfig,
+    buf: SendBuffer,
+    cwnd: f64,
+    /// Highest PSN acknowledged so far (+1; 0 before any).
+    snd_ooh: u32,
+    /// Send opportunities clocked out by ACKs, each on a path.
+    credits: VecDeque<u32>,
+    rtt: RttEstimator,
+    rng: Rng,
+    /// ACKs until the next once-per-RTT exploration draw.
+    acks_to_round: u32,
+    explore_next: bool,
+    paths: Vec<PathStats>,
+    stats: EndpointStats,
+}
+
+impl MprdmaSender {
+    /// A sender for `info`.
+    pub fn new(info: ConnInfo, cfg: MprdmaConfig, rng: Rng) -> MprdmaSender {
+        MprdmaSender {
+            buf: SendBuffer::new(info.mtu),
+            cwnd: cfg.init_cwnd.max(1) as f64,
+            snd_ooh: 0,
+            credits: VecDeque::new(),
+            rtt: RttEstimator::new(cfg.min_rto, Dur::from_ms(10)),
+            rng,
+            acks_to_round: cfg.init_cwnd.max(1),
+            explore_next: false,
+            paths: (0..cfg.paths).map(|ev| PathStats { ev, ..Default::default() }).collect(),
+            stats: EndpointStats::default(),
+            info,
+            cfg,
+        }
+    }
+
+    /// The congestion window in packets.
+    pub fn cwnd(&self) -> f64 {
+        self.cwnd
+    }
+
+    fn random_path(&mut self, not: Option<u32>) -> u32 {
+        loop {
+            let ev = self.rng.below(self.cfg.paths as u64) as u32;
+            if Some(ev) != not || self.cfg.paths == 1 {
+                return ev;
+            }
+        }
+    }
+
+    /// Opens the window on random paths when nothing is clocking packets out (start, or
+    /// after timeouts emptied the pipe).
+    fn restart_if_idle(&mut self) {
+        if self.buf.inflight() == 0 && self.credits.is_empty() && self.buf.has_data() {
+            let n = (self.cwnd as u32).max(1);
+            for _ in 0..n {
+                let ev = self.random_path(None);
+                self.credits.push_back(ev);
+            }
+        }
+    }
+
+    fn lost(&mut self, rec: PsnRecord) {
+        self.paths[rec.ev as usize].losses += 1;
+        let ev = self.random_path(Some(rec.ev));
+        self.credits.push_back(ev);
+    }
+
+    fn on_ack(&mut self, now: Time, e: &Ext) {
+        // The echoed timestamp names the transmission that arrived, so retransmitted
+        // packets give valid samples too.
+        if self.buf.ack(e.ack_psn).is_some() {
+            self.rtt.sample(now.since(Time(e.ts)));
+        }
+        self.buf.cum_ack(e.cum_psn);
+        let marked = e.flags & Ext::F_ECE != 0;
+        if marked {
+            let n = self.paths.len();
+            self.paths[e.ev as usize % n].ecn_marks += 1;
+        }
+        let lagging = self.snd_ooh > self.cfg.delta && e.ack_psn + self.cfg.delta < self.snd_ooh;
+        self.snd_ooh = self.snd_ooh.max(e.ack_psn + 1);
+        self.acks_to_round = self.acks_to_round.saturating_sub(1);
+        if self.acks_to_round == 0 {
+            self.acks_to_round = (self.cwnd as u32).max(1);
+            self.explore_next = self.rng.chance(self.cfg.explore);
+        }
+        if lagging {
+            // The ACK's path is slow: shrink, and give its turn to nobody.
+            self.cwnd = (self.cwnd - 1.0).max(1.0);
+        } else {
+            self.cwnd = if marked { (self.cwnd - 0.5).max(1.0) } else { self.cwnd + 1.0 / self.cwnd };
+            let allowed = (self.cwnd as u32).saturating_sub(self.buf.inflight() + self.credits.len() as u32);
+            for _ in 0..allowed {
+                let ev = if std::mem::take(&mut self.explore_next) { self.random_path(None) } else { e.ev % self.cfg.paths };
+                self.credits.push_back(ev);
+            }
+        }
+        self.restart_if_idle();
+    }
+}
+
+impl Endpoint for MprdmaSender {
+    fn on_packet(&mut self, now: Time, pkt: &Packet) {
+        match pkt.bth.opcode {
+            opcode::X_ACK => self.on_ack(now, &pkt.ext),
+            opcode::X_NACK => {
+                // Refused beyond the receiver's bitmap: resend it on another path.
+                if let Some(rec) = self.buf.mark_lost(pkt.ext.ack_psn) {
+                    self.lost(rec);
+                }
+                self.buf.cum_ack(pkt.ext.cum_psn);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_timeout(&mut self, now: Time) {
+        let mut lost = Vec::new();
+        self.buf.expire(now, self.rtt.rto(), &mut lost);
+        if !lost.is_empty() {
+            self.stats.timeouts += 1;
+            self.rtt.on_timeout();
+        }
+        for (_, rec) in lost {
+            self.lost(rec);
+        }
+        self.restart_if_idle();
+    }
+
+    fn post(&mut self, _now: Time, msg: Message) {
+        self.buf.post(msg);
+        self.restart_if_idle();
+    }
+
+    fn poll_transmit(&mut self, now: Time, port: u8) -> Poll {
+        loop {
+            let Some(ev) = self.credits.pop_front() else { return Poll::Idle };
+            let Some((psn, old)) = self.buf.take_next() else {
+                self.credits.clear();
+                return Poll::Idle;
+            };
+            let ev = if old == Some(ev) { self.random_path(old) } else { ev };
+            let retx = old.is_some();
+            let pkt = self.buf.build(&self.info, psn, ev, now, retx);
+            self.buf.record_send(psn, ev, port, now);
+            let ps = &mut self.paths[ev as usize];
+            ps.packets += 1;
+            self.stats.data_sent += 1;
+            if retx {
+                ps.retransmissions += 1;
+                self.stats.retransmitted += 1;
+            }
+            return Poll::Send(pkt);
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        self.buf.oldest_send().map(|t| t + self.rtt.rto())
+    }
+
+    fn poll_event(&mut self) -> Option<AppEvent> {
+        self.buf.poll_event()
+    }
+
+    fn stats(&self) -> &EndpointStats {
+        &self.stats
+    }
+
+    fn path_stats(&self) -> Vec<PathStats> {
+        self.paths.iter().filter(|p| p.packets > 0).copied().collect()
+    }
+
+}
+

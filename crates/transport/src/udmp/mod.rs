@@ -1,0 +1,310 @@
+//! UDMP (Huang et al., IEEE ToN): delay-gradient congestion control and delay-assisted
+//! ACK-clocked load balancing joined by a token pool, with no per-path state.
+//!
+//! Algorithm 1 (the CC loop), on every ACK:
+//! * the ACK's RTT (now minus the echoed send timestamp) feeds an EWMA `smooth_rtt`
+//!   averaged over all paths (weight `alpha`);
+//! * the bytes pool is credited `rate × (now − last refill)`;
+//! * severe congestion: if `smooth_rtt > T_high`, `rate = min(rate, linerate ×
+//!   base_rtt / smooth_rtt)`;
+//! * about once per RTT (after as many ACKs as were in flight at the last update) the
+//!   gradient `g = Δsmooth_rtt / Δt` moves the rate: `g > 0` ⇒ `rate ×= 1 − |g|`, else
+//!   `rate += |g| × (linerate − rate)` (multiplicative both ways, fair by Appendix A).
+//!
+//! Algorithm 2 (the adaptive load balancer), on the same ACK: an ACK faster than
+//! `smooth_rtt` clocks out two packets *on its own path* if the pool holds two
+//! packets' bytes; one faster than `smooth_rtt + base_rtt` clocks out one; a slower one
+//! clocks out nothing and its credit stays in the pool for faster paths.
+//!
+//! Out-of-order awareness (section III-D): an ACK for a PSN more than `delta` below the
+//! highest acknowledged PSN clocks nothing out (no window cut, unlike MPRDMA). Once per
+//! RTT, with probability `explore`, the next clocked packet tries a new random path.
+//! The first RTT sprays `BDP / packet` packets on random paths (the initial token pool).
+//!
+//! Readings where the paper's listing is ambiguous (documented in the README): the
+//! pool is refilled before the balancer runs (the paper's Fig. 3 walk-through needs
+//! it); the first ACK only initialises `smooth_rtt` and the gradient reference; `|g|`
+//! is clamped to 1 and the rate to `[min_rate, linerate]`; a connection whose pipe
+//! empties (all in flight acknowledged, data left) restarts with a new first RTT.
+//! Losses: the receiver NACKs PSNs beyond its one-BDP bitmap, and a timeout (RFC 6298,
+//! at least `min_rto`) catches the rest; lost packets are resent on another path.
+
+use crate::common::{PathStats, PsnRecord, RttEstimator, SendBuffer};
+use crate::conn::{AppEvent, ConnInfo, EndpointStats, Message, Poll};
+use crate::Endpoint;
+use fabricsim_engine::{Dur, Rng, Time};
+use fabricsim_wire::packet::{BASE_HEADER_BYTES, EXT_BYTES, PREAMBLE_IFG_BYTES, RETH_BYTES};
+use fabricsim_wire::{opcode, Ext, Packet};
+use std::collections::VecDeque;
+
+/// UDMP parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct UdmpConfig {
+    /// Entropy values (virtual paths) `0..paths`.
+    pub paths: u32,
+    /// Unloaded round-trip time.
+    pub base_rtt: Dur,
+    /// EWMA weight of a new RTT sample.
+    pub alpha: f64,
+    /// Severe-congestion threshold on `smooth_rtt`.
+    pub t_high: Dur,
+    /// Probability per RTT of exploring a new path.
+    pub explore: f64,
+    /// Whether lagging ACKs are kept from clocking out packets.
+    pub ooo_aware: bool,
+    /// Lag tolerance in packets.
+    pub delta: u32,
+    /// Bandwidth-delay product in packets (initial token pool).
+    pub bdp_packets: u32,
+    /// Smallest retransmission timeout.
+    pub min_rto: Dur,
+    /// Inject tokens at this fixed rate instead of running Algorithm 1's rate control
+    /// (isolates the load balancer, as the paper's Fig. 3 example does).
+    pub fixed_rate: Option<fabricsim_engine::Rate>,
+}
+
+/// The sending side of a UDMP connection.
+#[derive(Clone, Debug)]
+pub struct UdmpSender {
+    info: ConnInfo,
+    cfg: UdmpConfig,
+    buf: SendBuffer,
+    rng: Rng,
+    rto: RttEstimator,
+    /// Line rate and sending rate, bits per second.
+    line: f64,
+    rate: f64,
+    /// Smoothed RTT in picoseconds (`None` until the first ACK of a round).
+    smooth: Option<f64>,
+    bytes_pool: f64,
+    last_add: Time,
+    pkts_ignored: u32,
+    pkts_to_ignore: u32,
+    last_smooth: f64,
+    last_update: Time,
+    snd_ooh: u32,
+    explore_next: bool,
+    /// Packets clocked out, each on an entropy value.
+    credits: VecDeque<u32>,
+    /// Wire bytes of a full packet (the token size).
+    pkt: f64,
+    paths: Vec<PathStats>,
+    stats: EndpointStats,
+}
+
+impl UdmpSender {
+    /// A sender for `info`.
+    pub fn new(info: ConnInfo, cfg: UdmpConfig, rng: Rng) -> UdmpSender {
+        let line = info.port_rate.bps() as f64;
+        let rate = cfg.fixed_rate.map_or(line, |r| r.bps() as f64);
+        UdmpSender {
+            buf: SendBuffer::new(info.mtu),
+            rng,
+            rto: RttEstimator::new(cfg.min_rto, Dur::from_ms(10)),
+            line,
+            rate,
+            smooth: None,
+            bytes_pool: 0.0,
+            last_add: Time::ZERO,
+            pkts_ignored: 0,
+            pkts_to_ignore: 0,
+            last_smooth: 0.0,
+            last_update: Time::ZERO,
+            snd_ooh: 0,
+            explore_next: false,
+            credits: VecDeque::new(),
+            pkt: (info.mtu + BASE_HEADER_BYTES + PREAMBLE_IFG_BYTES + RETH_BYTES + EXT_BYTES) as f64,
+            paths: (0..cfg.paths).map(|ev| PathStats { ev, ..Default::default() }).collect(),
+            stats: EndpointStats::default(),
+            info,
+            cfg,
+        }
+    }
+
+    /// The current sending rate in bits per second.
+    pub fn rate(&self) -> f64 {
+        self.rate
+    }
+
+    /// The smoothed RTT.
+    pub fn smooth_rtt(&self) -> Option<Dur> {
+        self.smooth.map(|s| Dur(s as u64))
+    }
+
+    /// Packets sent per entropy value (for load-ratio checks).
+    pub fn packets_on(&self, ev: u32) -> u64 {
+        self.paths[ev as usize].packets
+    }
+
+    fn random_path(&mut self, not: Option<u32>) -> u32 {
+        loop {
+            let ev = self.rng.below(self.cfg.paths as u64) as u32;
+            if Some(ev) != not || self.cfg.paths == 1 {
+                return ev;
+            }
+        }
+    }
+
+    /// A first RTT: the token pool holds one BDP, sprayed on random paths. Used at
+    /// the start and whenever the pipe has emptied with data left.
+    fn first_rtt(&mut self, now: Time) {
+        if self.buf.inflight() > 0 || !self.credits.is_empty() || !self.buf.has_data() {
+            return;
+        }
+        for _ in 0..self.cfg.bdp_packets.max(1) {
+            let ev = self.random_path(None);
+            self.credits.push_back(ev);
+        }
+        self.smooth = None;
+        self.bytes_pool = 0.0;
+        self.last_add = now;
+        self.pkts_ignored = 0;
+        self.pkts_to_ignore = 0;
+    }
+
+    fn lost(&mut self, rec: PsnRecord) {
+        self.paths[rec.ev as usize].losses += 1;
+        let ev = self.random_path(Some(rec.ev));
+        self.credits.push_back(ev);
+    }
+
+    /// Algorithm 1's rate control: the severe-congestion cap on every ACK, the
+    /// gradient step about once per RTT.
+    fn adapt_rate(&mut self, now: Time, smooth: f64, first: bool) {
+        let base = self.cfg.base_rtt.ps() as f64;
+        if smooth > self.cfg.t_high.ps() as f64 {
+            self.rate = self.rate.min(self.line * base / smooth);
+        }
+        if first {
+            self.last_smooth = smooth;
+            self.last_update = now;
+            self.pkts_to_ignore = self.buf.inflight();
+            self.pkts_ignored = 0;
+        } else if self.pkts_ignored > self.pkts_to_ignore && now > self.last_update {
+            let g = ((smooth - self.last_smooth) / now.since(self.last_update).ps() as f64).clamp(-1.0, 1.0);
+            if g > 0.0 {
+                self.rate -= g * self.rate;
+            } else {
+                self.rate += -g * (self.line - self.rate);
+            }
+            self.rate = self.rate.clamp(self.line / 1000.0, self.line);
+            self.last_smooth = smooth;
+            self.last_update = now;
+            self.pkts_ignored = 0;
+            self.pkts_to_ignore = self.buf.inflight();
+            self.explore_next = self.rng.chance(self.cfg.explore);
+        }
+    }
+
+    fn on_ack(&mut self, now: Time, e: &Ext) {
+        // The echoed timestamp names the transmission that arrived, so retransmitted
+        // packets give valid samples too.
+        if self.buf.ack(e.ack_psn).is_some() {
+            self.rto.sample(now.since(Time(e.ts)));
+        }
+        self.buf.cum_ack(e.cum_psn);
+        let rtt = now.since(Time(e.ts)).ps() as f64;
+        let base = self.cfg.base_rtt.ps() as f64;
+        // Refill before the balancer (see the module docs).
+        self.bytes_pool += self.rate / 8.0 * now.since(self.last_add).as_secs_f64();
+        self.last_add = now;
+        self.pkts_ignored += 1;
+        let first = self.smooth.is_none();
+        let smooth = match self.smooth {
+            None => rtt,
+            Some(s) => self.cfg.alpha * rtt + (1.0 - self.cfg.alpha) * s,
+        };
+        self.smooth = Some(smooth);
+        // Algorithm 2, unless the ACK lags (out-of-order awareness).
+        let lagging = self.cfg.ooo_aware && self.snd_ooh > self.cfg.delta && e.ack_psn + self.cfg.delta < self.snd_ooh;
+        self.snd_ooh = self.snd_ooh.max(e.ack_psn + 1);
+        if !lagging {
+            let n = if rtt < smooth && self.bytes_pool >= 2.0 * self.pkt {
+                2
+            } else if self.bytes_pool >= self.pkt && rtt < smooth + base {
+                1
+            } else {
+                0
+            };
+            for _ in 0..n {
+                self.bytes_pool -= self.pkt;
+                let ev = if std::mem::take(&mut self.explore_next) { self.random_path(None) } else { e.ev % self.cfg.paths };
+                self.credits.push_back(ev);
+            }
+        }
+        if self.cfg.fixed_rate.is_none() {
+            self.adapt_rate(now, smooth, first);
+        }
+        self.first_rtt(now);
+    }
+}
+
+impl Endpoint for UdmpSender {
+    fn on_packet(&mut self, now: Time, pkt: &Packet) {
+        match pkt.bth.opcode {
+            opcode::X_ACK => self.on_ack(now, &pkt.ext),
+            opcode::X_NACK => {
+                if let Some(rec) = self.buf.mark_lost(pkt.ext.ack_psn) {
+                    self.lost(rec);
+                }
+                self.buf.cum_ack(pkt.ext.cum_psn);
+                self.first_rtt(now);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_timeout(&mut self, now: Time) {
+        let mut lost = Vec::new();
+        self.buf.expire(now, self.rto.rto(), &mut lost);
+        if !lost.is_empty() {
+            self.stats.timeouts += 1;
+            self.rto.on_timeout();
+        }
+        for (_, rec) in lost {
+            self.lost(rec);
+        }
+        self.first_rtt(now);
+    }
+
+    fn post(&mut self, now: Time, msg: Message) {
+        self.buf.post(msg);
+        self.first_rtt(now);
+    }
+
+    fn poll_transmit(&mut self, now: Time, port: u8) -> Poll {
+        let Some(ev) = self.credits.pop_front() else { return Poll::Idle };
+        let Some((psn, old)) = self.buf.take_next() else {
+            self.credits.clear();
+            return Poll::Idle;
+        };
+        let ev = if old == Some(ev) { self.random_path(old) } else { ev };
+        let retx = old.is_some();
+        let pkt = self.buf.build(&self.info, psn, ev, now, retx);
+        self.buf.record_send(psn, ev, port, now);
+        let ps = &mut self.paths[ev as usize];
+        ps.packets += 1;
+        self.stats.data_sent += 1;
+        if retx {
+            ps.retransmissions += 1;
+            self.stats.retransmitted += 1;
+        }
+        Poll::Send(pkt)
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        self.buf.oldest_send().map(|t| t + self.rto.rto())
+    }
+
+    fn poll_event(&mut self) -> Option<AppEvent> {
+        self.buf.poll_event()
+    }
+
+    fn stats(&self) -> &EndpointStats {
+        &self.stats
+    }
+
+    fn path_stats(&self) -> Vec<PathStats> {
+        self.paths.iter().filter(|p| p.packets > 0).copied().collect()
+    }
+}
