@@ -7,6 +7,7 @@ use crate::common::{OooHistogram, PathLog, PathStats, SprayResponder};
 use crate::conn::{AppEvent, EndpointStats, Message, Poll};
 use crate::mprdma::MprdmaSender;
 use crate::roce::{RoceRequester, RoceResponder};
+use crate::stellar::StellarSender;
 use crate::udmp::UdmpSender;
 use crate::Endpoint;
 use fabricsim_engine::Time;
@@ -21,6 +22,8 @@ pub enum AnyEndpoint {
     RoceResponder(RoceResponder),
     /// MPRDMA sender.
     Mprdma(MprdmaSender),
+    /// STELLAR sender.
+    Stellar(StellarSender),
     /// UDMP sender.
     Udmp(UdmpSender),
     /// The multipath receiver shared by MPRDMA, STELLAR, UDMP and MRC.
@@ -34,6 +37,7 @@ macro_rules! dispatch {
             AnyEndpoint::RoceResponder($e) => $body,
             AnyEndpoint::Mprdma($e) => $body,
             AnyEndpoint::Udmp($e) => $body,
+            AnyEndpoint::Stellar($e) => $body,
             AnyEndpoint::Spray($e) => $body,
         }
     };

@@ -26,6 +26,8 @@
 //!   RTT estimation, a per-packet-ACK responder, per-path metrics).
 //! * [`roce`]: RoCEv2 RC with go-back-N and DCQCN (QP-Scaling is K of these).
 //! * [`mprdma`]: MPRDMA, one window over virtual paths, ACK-clocked.
+//! * [`stellar`]: STELLAR's N-path spraying with a shared window and six path
+//!   algorithms.
 //! * [`udmp`]: UDMP, delay-gradient rate control and a delay-driven ACK clock joined
 //!   by a token pool.
 //! * [`any`]: [`AnyEndpoint`], enum dispatch over the concrete protocols (no `dyn` on
@@ -36,6 +38,7 @@ pub mod common;
 pub mod conn;
 pub mod mprdma;
 pub mod roce;
+pub mod stellar;
 pub mod timer;
 pub mod udmp;
 
