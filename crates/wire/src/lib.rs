@@ -10,10 +10,20 @@
 //!
 //! Modules:
 //! * [`packet`]: the header structs, opcodes, lengths.
+//! * [`encode`]: [`emit`] a [`Packet`] as the bytes of a real RoCEv2/IPv6 Ethernet
+//!   frame (ICRC and UDP checksum included) and [`parse`] it back; the addressing
+//!   scheme and fabricsim's EXT header layout are documented there.
+//! * [`checksum`]: CRC-32 and the Internet checksum the encoding needs.
+//! * [`pcap`]: [`PcapWriter`], nanosecond pcap files that Wireshark reads.
 //!
 //! The fabric knows nothing of any protocol: it never looks past [`NetHdr`] except to
 //! cut the payload when trimming.
 
+pub mod checksum;
+pub mod encode;
 pub mod packet;
+pub mod pcap;
 
+pub use encode::{emit, encoded_len, parse, EmitError, EncodeConfig, ParseError};
 pub use packet::{hdr, opcode, Aeth, Bth, Ecn, Ext, NetHdr, Packet, Reth, TrafficClass};
+pub use pcap::PcapWriter;
