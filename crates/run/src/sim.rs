@@ -357,6 +357,10 @@ impl Sim {
         }
         if self.eps[ep as usize].poll_timeout().is_some_and(|d| d <= now) {
             self.eps[ep as usize].on_timeout(now);
+            debug_assert!(
+                self.eps[ep as usize].poll_timeout().is_none_or(|d| d > now),
+                "endpoint {ep} did not advance its deadline in on_timeout (transport contract)"
+            );
             self.after_input(now, ep);
             self.ready(now, ep);
         } else {

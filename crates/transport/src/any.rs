@@ -6,6 +6,7 @@
 use crate::common::{OooHistogram, PathLog, PathStats, SprayResponder};
 use crate::conn::{AppEvent, EndpointStats, Message, Poll};
 use crate::mprdma::MprdmaSender;
+use crate::mrc::MrcSender;
 use crate::roce::{RoceRequester, RoceResponder};
 use crate::stellar::StellarSender;
 use crate::udmp::UdmpSender;
@@ -22,6 +23,8 @@ pub enum AnyEndpoint {
     RoceResponder(RoceResponder),
     /// MPRDMA sender.
     Mprdma(MprdmaSender),
+    /// MRC sender.
+    Mrc(MrcSender),
     /// STELLAR sender.
     Stellar(StellarSender),
     /// UDMP sender.
@@ -38,6 +41,7 @@ macro_rules! dispatch {
             AnyEndpoint::Mprdma($e) => $body,
             AnyEndpoint::Udmp($e) => $body,
             AnyEndpoint::Stellar($e) => $body,
+            AnyEndpoint::Mrc($e) => $body,
             AnyEndpoint::Spray($e) => $body,
         }
     };

@@ -26,6 +26,8 @@
 //!   RTT estimation, a per-packet-ACK responder, per-path metrics).
 //! * [`roce`]: RoCEv2 RC with go-back-N and DCQCN (QP-Scaling is K of these).
 //! * [`mprdma`]: MPRDMA, one window over virtual paths, ACK-clocked.
+//! * [`mrc`]: MRC, per-packet entropy rotation over EV sets split across planes,
+//!   SACK, trimming, EV retirement and probing, port-state remapping.
 //! * [`stellar`]: STELLAR's N-path spraying with a shared window and six path
 //!   algorithms.
 //! * [`udmp`]: UDMP, delay-gradient rate control and a delay-driven ACK clock joined
@@ -37,6 +39,7 @@ pub mod any;
 pub mod common;
 pub mod conn;
 pub mod mprdma;
+pub mod mrc;
 pub mod roce;
 pub mod stellar;
 pub mod timer;
@@ -61,6 +64,11 @@ pub trait Endpoint {
     /// NIC port `port` is free at `now`: the next packet to send on it, if any.
     fn poll_transmit(&mut self, now: Time, port: u8) -> Poll;
     /// The earliest time [`on_timeout`](Self::on_timeout) must be called.
+    ///
+    /// Only deadlines `on_timeout` itself resolves belong here: after `on_timeout(now)`
+    /// the answer must be later than `now` (or `None`). Something that needs a transmit
+    /// opportunity at a time (pacing, a due probe) is announced by `poll_transmit`
+    /// answering [`Poll::Wait`].
     fn poll_timeout(&self) -> Option<Time>;
     /// The next application event, if any.
     fn poll_event(&mut self) -> Option<AppEvent>;

@@ -68,7 +68,7 @@ fn a_lost_packet_is_nacked_and_everything_after_it_resent() {
     let mut p = pair(RoceConfig::default());
     // Drop data packet 10 once.
     let mut dropped = false;
-    p.fate = Box::new(move |side, pkt: &Packet, _| {
+    p.fate = Box::new(move |side, pkt: &mut Packet, _| {
         let lose = side == 0 && pkt.bth.psn == 10 && pkt.bth.opcode != opcode::RC_ACK && !dropped;
         dropped |= lose;
         (lose, false)
@@ -88,7 +88,7 @@ fn a_lost_tail_is_recovered_by_the_timeout() {
     let cfg = RoceConfig::default();
     let mut p = pair(cfg);
     let mut dropped = false;
-    p.fate = Box::new(move |side, pkt: &Packet, _| {
+    p.fate = Box::new(move |side, pkt: &mut Packet, _| {
         let lose = side == 0 && pkt.bth.psn == 4 && !dropped;
         dropped |= lose;
         (lose, false)

@@ -19,8 +19,9 @@ enum Ev {
     Timer(usize),
 }
 
-/// Decides the fate of one packet on the wire: `(lost, mark_ce)`.
-pub type Fate = Box<dyn FnMut(usize, &Packet, u64) -> (bool, bool)>;
+/// Decides the fate of one packet on the wire: `(lost, mark_ce)`; it may also change
+/// the packet (trim it).
+pub type Fate = Box<dyn FnMut(usize, &mut Packet, u64) -> (bool, bool)>;
 
 /// The propagation delay of one packet (by direction and packet, e.g. its entropy).
 pub type DelayFn = Box<dyn Fn(usize, &Packet) -> Dur>;
@@ -105,7 +106,7 @@ impl Pair {
                 self.q.push(now + ser, Ev::PortFree(side));
                 let n = self.sent[side];
                 self.sent[side] += 1;
-                let (lost, mark) = (self.fate)(side, &pkt, n);
+                let (lost, mark) = (self.fate)(side, &mut pkt, n);
                 if lost {
                     self.lost[side] += 1;
                 } else {

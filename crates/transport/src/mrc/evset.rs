@@ -1,0 +1,466 @@
+//! MRC's entropy-value sets (MRC sections 2.1, 2.4, 3, 4).
+//!
+//! Per plane (NIC port) an ordered *active* list the sender rotates through, a
+//! *backup* pool that replaces retired values from the same plane (so planes stay
+//! equally loaded), and the *retired* values being probed. An entropy value (EV) holds
+//! the plane in its low 3 bits and random bits above, which select its path (ECMP
+//! hashes them; SRv6 turns them into uSIDs).
+//!
+//! Per-EV health: an ECN echo adds a skip *penalty*; rotation skips a penalised EV and
+//! takes one off its penalty (only the first skipped EV per send), so one mark makes
+//! an EV sit out about one rotation. An untrimmed loss retires the EV at once. A retired
+//! EV is probed every `probe_interval` (±25 % jitter); `probe_successes` consecutive
+//! answers bring it back to the backup pool, a missed answer restarts the count and
+//! doubles its interval (up to 10 ms). These numbers are fabricsim's (the paper gives
+//! none; see the README).
+
+use crate::common::{EvState, PathLog, PathStats};
+use fabricsim_engine::{Dur, Rng, Time};
+use std::collections::VecDeque;
+
+/// EV-set parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EvSetConfig {
+    /// Active EVs in all (split equally over planes).
+    pub active: u32,
+    /// Backup EVs per plane.
+    pub backup_per_plane: u32,
+    /// Penalty one ECN echo adds.
+    pub ecn_penalty: u8,
+    /// Penalty a trim NACK adds (0: trims at the last hop say nothing about the path).
+    pub trim_penalty: u8,
+    /// Probe period of a retired EV.
+    pub probe_interval: Dur,
+    /// Consecutive answered probes that resurrect an EV.
+    pub probe_successes: u8,
+    /// A probe unanswered this long failed.
+    pub probe_timeout: Dur,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Probe {
+    due: Time,
+    interval: Dur,
+    successes: u8,
+    sent: Option<Time>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    ev: u32,
+    plane: u8,
+    state: EvState,
+    penalty: u8,
+    probe: Probe,
+    stats: PathStats,
+}
+
+/// A small open-addressing map from EV to entry index (EVs are random 32-bit values;
+/// every ACK needs this lookup).
+#[derive(Clone, Debug)]
+struct EvMap {
+    slots: Vec<(u32, u32)>,
+    len: usize,
+}
+
+const EMPTY: u32 = u32::MAX;
+
+impl EvMap {
+    fn new() -> EvMap {
+        EvMap { slots: vec![(0, EMPTY); 64], len: 0 }
+    }
+    fn home(&self, ev: u32) -> usize {
+        (ev.wrapping_mul(0x9E37_79B9) >> 8) as usize & (self.slots.len() - 1)
+    }
+    fn get(&self, ev: u32) -> Option<usize> {
+        let mut i = self.home(ev);
+        loop {
+            let (k, v) = self.slots[i];
+            if v == EMPTY {
+                return None;
+            }
+            if k == ev {
+                return Some(v as usize);
+            }
+            i = (i + 1) & (self.slots.len() - 1);
+        }
+    }
+    fn insert(&mut self, ev: u32, idx: u32) {
+        if (self.len + 1) * 2 > self.slots.len() {
+            let grown = vec![(0, EMPTY); self.slots.len() * 2];
+            let old = std::mem::replace(&mut self.slots, grown);
+            self.len = 0;
+            for (k, v) in old.into_iter().filter(|s| s.1 != EMPTY) {
+                self.insert(k, v);
+            }
+        }
+        let mut i = self.home(ev);
+        while self.slots[i].1 != EMPTY {
+            i = (i + 1) & (self.slots.len() - 1);
+        }
+        self.slots[i] = (ev, idx);
+        self.len += 1;
+    }
+}
+
+/// The EV sets of one MRC connection.
+#[derive(Clone, Debug)]
+pub struct EvSets {
+    cfg: EvSetConfig,
+    first_port: u8,
+    entries: Vec<Entry>,
+    map: EvMap,
+    active: Vec<Vec<u32>>,
+    rot: Vec<usize>,
+    backup: Vec<VecDeque<u32>>,
+    retired: Vec<u32>,
+    log: Vec<PathLog>,
+    rng: Rng,
+}
+
+impl EvSets {
+    /// Fresh sets over planes `first_port .. first_port + planes`.
+    pub fn new(cfg: EvSetConfig, first_port: u8, planes: u8, now: Time, rng: Rng) -> EvSets {
+        let n = planes as usize;
+        let mut s = EvSets {
+            cfg,
+            first_port,
+            entries: Vec::new(),
+            map: EvMap::new(),
+            active: vec![Vec::new(); n],
+            rot: vec![0; n],
+            backup: vec![VecDeque::new(); n],
+            retired: Vec::new(),
+            log: Vec::new(),
+            rng,
+        };
+        let per_plane = (cfg.active / planes as u32).max(1);
+        for p in 0..n {
+            for _ in 0..per_plane {
+                let i = s.fresh(p as u8, EvState::Active, now);
+                s.active[p].push(i);
+            }
+            for _ in 0..cfg.backup_per_plane {
+                let i = s.fresh(p as u8, EvState::Backup, now);
+                s.backup[p].push_back(i);
+            }
+            // Start each plane's rotation at a random point so connections that
+            // started together do not move in lockstep.
+            s.rot[p] = s.rng.below(per_plane as u64) as usize;
+        }
+        s
+    }
+
+    /// A new EV for plane index `p` (random bits above the plane), logged in `state`.
+    fn fresh(&mut self, p: u8, state: EvState, now: Time) -> u32 {
+        let plane = self.first_port + p;
+        let ev = loop {
+            let ev = ((self.rng.next_u64() as u32) & !7) | plane as u32;
+            if self.map.get(ev).is_none() {
+                break ev;
+            }
+        };
+        let idx = self.entries.len() as u32;
+        self.entries.push(Entry {
+            ev,
+            plane: p,
+            state,
+            penalty: 0,
+            probe: Probe { due: Time::MAX, interval: self.cfg.probe_interval, successes: 0, sent: None },
+            stats: PathStats { ev, ..Default::default() },
+        });
+        self.map.insert(ev, idx);
+        self.log.push(PathLog { time: now, ev, state });
+        idx
+    }
+
+    fn set_state(&mut self, i: u32, state: EvState, now: Time) {
+        let e = &mut self.entries[i as usize];
+        if e.state != state {
+            e.state = state;
+            self.log.push(PathLog { time: now, ev: e.ev, state });
+        }
+    }
+
+    /// Counters of `ev`, if it belongs to this connection.
+    pub fn stats_mut(&mut self, ev: u32) -> Option<&mut PathStats> {
+        let i = self.map.get(ev)?;
+        Some(&mut self.entries[i].stats)
+    }
+
+    /// Counters of every EV that carried traffic.
+    pub fn stats(&self) -> Vec<PathStats> {
+        self.entries.iter().filter(|e| e.stats.packets > 0 || e.stats.losses > 0).map(|e| e.stats).collect()
+    }
+
+    /// Active EVs per plane.
+    pub fn active_per_plane(&self) -> Vec<usize> {
+        self.active.iter().map(|a| a.len()).collect()
+    }
+
+    /// The current state of `ev`.
+    pub fn state(&self, ev: u32) -> Option<EvState> {
+        self.map.get(ev).map(|i| self.entries[i].state)
+    }
+
+    /// The EVs now in the active set of plane index `p`.
+    pub fn active(&self, p: u8) -> Vec<u32> {
+        self.active[p as usize].iter().map(|&i| self.entries[i as usize].ev).collect()
+    }
+
+    /// The next EV of plane index `p` in rotation, skipping penalised ones (and
+    /// `avoid`, the EV a retransmitted packet was lost on). `None` if the plane has no
+    /// active EV.
+    pub fn next(&mut self, p: u8, now: Time, avoid: Option<u32>) -> Option<u32> {
+        let list = &self.active[p as usize];
+        let n = list.len();
+        if n == 0 {
+            return None;
+        }
+        let mut decremented = false;
+        let mut fallback = None;
+        for _ in 0..n {
+            let r = self.rot[p as usize] % n;
+            self.rot[p as usize] = r + 1;
+            let i = self.active[p as usize][r];
+            let e = self.entries[i as usize];
+            if Some(e.ev) == avoid && n > 1 {
+                continue;
+            }
+            fallback.get_or_insert(e.ev);
+            if e.penalty > 0 {
+                if !decremented {
+                    decremented = true;
+                    self.entries[i as usize].penalty -= 1;
+                    if self.entries[i as usize].penalty == 0 {
+                        self.set_state(i, EvState::Active, now);
+                    }
+                }
+                continue;
+            }
+            return Some(e.ev);
+        }
+        // Every EV is penalised: use one anyway rather than stop sending.
+        fallback
+    }
+
+    /// An active EV of plane index `p` for a control packet, chosen without moving the
+    /// data rotation.
+    pub fn any_active(&mut self, p: u8) -> Option<u32> {
+        let list = &self.active[p as usize];
+        if list.is_empty() {
+            return None;
+        }
+        let i = list[self.rng.below(list.len() as u64) as usize];
+        Some(self.entries[i as usize].ev)
+    }
+
+    /// An ECN echo for `ev`: penalise it.
+    pub fn on_ecn(&mut self, ev: u32, now: Time) {
+        let Some(i) = self.map.get(ev) else { return };
+        self.entries[i].stats.ecn_marks += 1;
+        self.add_penalty(i as u32, self.cfg.ecn_penalty, now);
+    }
+
+    /// A trim NACK for `ev`.
+    pub fn on_trim(&mut self, ev: u32, now: Time) {
+        let Some(i) = self.map.get(ev) else { return };
+        self.entries[i].stats.trims += 1;
+        self.add_penalty(i as u32, self.cfg.trim_penalty, now);
+    }
+
+    fn add_penalty(&mut self, i: u32, k: u8, now: Time) {
+        let e = &mut self.entries[i as usize];
+        if k == 0 || !matches!(e.state, EvState::Active | EvState::Avoided) {
+            return;
+        }
+        e.penalty = e.penalty.saturating_add(k).min(15);
+        self.set_state(i, EvState::Avoided, now);
+    }
+
+    /// An untrimmed loss on `ev`: the path is assumed broken. Retire it and promote a
+    /// backup of the same plane (or a fresh EV if the plane's pool is empty).
+    pub fn retire(&mut self, ev: u32, now: Time) {
+        let Some(i) = self.map.get(ev) else { return };
+        let i = i as u32;
+        let p = self.entries[i as usize].plane as usize;
+        self.entries[i as usize].stats.losses += 1;
+        let Some(pos) = self.active[p].iter().position(|&a| a == i) else { return };
+        let replacement = match self.backup[p].pop_front() {
+            Some(b) => b,
+            None => self.fresh(p as u8, EvState::Backup, now),
+        };
+        self.active[p][pos] = replacement;
+        self.set_state(replacement, EvState::Active, now);
+        self.entries[replacement as usize].penalty = 0;
+        self.set_state(i, EvState::Retired, now);
+        let jitter = self.jitter(self.cfg.probe_interval);
+        let e = &mut self.entries[i as usize];
+        e.penalty = 0;
+        e.probe = Probe { due: now + jitter, interval: self.cfg.probe_interval, successes: 0, sent: None };
+        self.retired.push(i);
+    }
+
+    /// `d` ±25 %.
+    fn jitter(&mut self, d: Dur) -> Dur {
+        let quarter = d.ps() / 4;
+        Dur(d.ps() - quarter + self.rng.below(2 * quarter + 1))
+    }
+
+    /// A retired EV of plane index `p` whose probe is due, marked as probed.
+    pub fn probe_due(&mut self, p: u8, now: Time) -> Option<u32> {
+        let k = self.retired.iter().position(|&i| {
+            let e = &self.entries[i as usize];
+            e.plane == p && e.probe.sent.is_none() && e.probe.due <= now
+        })?;
+        let i = self.retired[k];
+        self.entries[i as usize].probe.sent = Some(now);
+        self.set_state(i, EvState::Probing, now);
+        Some(self.entries[i as usize].ev)
+    }
+
+    /// A probe on `ev` was answered.
+    pub fn probe_answered(&mut self, ev: u32, now: Time) {
+        let Some(i) = self.map.get(ev) else { return };
+        let i = i as u32;
+        let needed = self.cfg.probe_successes;
+        let e = &mut self.entries[i as usize];
+        if e.probe.sent.is_none() || !matches!(e.state, EvState::Probing | EvState::Retired) {
+            return;
+        }
+        e.probe.sent = None;
+        e.probe.successes += 1;
+        if e.probe.successes >= needed {
+            let p = e.plane as usize;
+            self.retired.retain(|&r| r != i);
+            self.backup[p].push_back(i);
+            self.set_state(i, EvState::Backup, now);
+        } else {
+            e.probe.due = now + e.probe.interval;
+        }
+    }
+
+    /// Probes unanswered for `probe_timeout` failed: restart their count and back off.
+    pub fn expire_probes(&mut self, now: Time) {
+        for k in 0..self.retired.len() {
+            let i = self.retired[k];
+            let timeout = self.cfg.probe_timeout;
+            let e = &mut self.entries[i as usize];
+            if e.probe.sent.is_some_and(|t| t + timeout <= now) {
+                e.probe.sent = None;
+                e.probe.successes = 0;
+                e.probe.interval = e.probe.interval.mul(2).min(Dur::from_ms(10));
+                let interval = e.probe.interval;
+                let j = self.jitter(interval);
+                self.entries[i as usize].probe.due = now + j;
+            }
+        }
+    }
+
+    /// The next time an outstanding probe times out.
+    pub fn next_probe_timeout(&self) -> Option<Time> {
+        self.retired.iter().filter_map(|&i| self.entries[i as usize].probe.sent).map(|t| t + self.cfg.probe_timeout).min()
+    }
+
+    /// The next time a probe falls due on plane index `p`.
+    pub fn next_probe_due(&self, p: u8) -> Option<Time> {
+        self.retired
+            .iter()
+            .map(|&i| &self.entries[i as usize])
+            .filter(|e| e.plane == p && e.probe.sent.is_none())
+            .map(|e| e.probe.due)
+            .min()
+    }
+
+    /// Moves the state changes logged so far into `out`.
+    pub fn drain_log(&mut self, out: &mut Vec<PathLog>) {
+        out.append(&mut self.log);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> EvSetConfig {
+        EvSetConfig {
+            active: 16,
+            backup_per_plane: 2,
+            ecn_penalty: 1,
+            trim_penalty: 0,
+            probe_interval: Dur::from_us(100),
+            probe_successes: 5,
+            probe_timeout: Dur::from_us(40),
+        }
+    }
+
+    fn sets() -> EvSets {
+        EvSets::new(cfg(), 0, 4, Time::ZERO, Rng::new(9))
+    }
+
+    #[test]
+    fn active_evs_split_equally_and_rotate_without_repeats() {
+        let mut s = sets();
+        assert_eq!(s.active_per_plane(), vec![4, 4, 4, 4]);
+        let evs: Vec<u32> = (0..4).map(|_| s.next(2, Time::ZERO, None).unwrap()).collect();
+        let mut sorted = evs.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 4, "one rotation visits every active EV once");
+        assert!(evs.iter().all(|ev| ev & 7 == 2), "EVs carry their plane");
+    }
+
+    #[test]
+    fn an_ecn_echo_makes_an_ev_sit_out_one_rotation() {
+        let mut s = sets();
+        let x = s.active(0)[1];
+        s.on_ecn(x, Time::ZERO);
+        assert_eq!(s.state(x), Some(EvState::Avoided));
+        let round: Vec<u32> = (0..4).map(|_| s.next(0, Time::ZERO, None).unwrap()).collect();
+        assert!(!round.contains(&x), "{round:?}");
+        assert_eq!(s.state(x), Some(EvState::Active));
+        let next: Vec<u32> = (0..4).map(|_| s.next(0, Time::ZERO, None).unwrap()).collect();
+        assert!(next.contains(&x));
+    }
+
+    #[test]
+    fn retiring_promotes_a_backup_of_the_same_plane() {
+        let mut s = sets();
+        let x = s.active(3)[0];
+        s.retire(x, Time::ZERO);
+        assert_eq!(s.state(x), Some(EvState::Retired));
+        assert_eq!(s.active_per_plane(), vec![4, 4, 4, 4]);
+        assert!(!s.active(3).contains(&x));
+        assert!(s.active(3).iter().all(|ev| ev & 7 == 3));
+    }
+
+    #[test]
+    fn enough_answered_probes_resurrect_and_a_miss_backs_off() {
+        let mut s = sets();
+        let x = s.active(1)[2];
+        s.retire(x, Time::ZERO);
+        let mut now = Time::ZERO;
+        let mut answered = 0;
+        while s.state(x) != Some(EvState::Backup) {
+            now = match (s.next_probe_timeout(), s.next_probe_due(1)) {
+                (Some(a), Some(b)) => a.min(b),
+                (a, b) => a.or(b).unwrap(),
+            };
+            s.expire_probes(now);
+            if let Some(ev) = s.probe_due(1, now) {
+                assert_eq!(ev, x);
+                assert_eq!(s.state(x), Some(EvState::Probing));
+                if answered == 2 {
+                    // Third probe lost: the count restarts.
+                    answered += 1;
+                    continue;
+                }
+                s.probe_answered(x, now);
+                answered += 1;
+            }
+            assert!(answered < 20);
+        }
+        assert_eq!(answered, 3 + 5, "two answers, one miss, then five in a row");
+        assert!(now > Time::ZERO + Dur::from_us(500));
+    }
+}

@@ -1,0 +1,290 @@
+//! MRC, the Multipath Reliable Connection (OpenAI, Microsoft, AMD, Broadcom, NVIDIA):
+//! RoCEv2 RC WRITEs sprayed per packet over 128-256 entropy values split equally across
+//! the planes of a multi-plane NIC, on a lossy fabric.
+//!
+//! * Every packet carries its RDMA address and rkey and a 32-bit EV; the receiver places
+//!   packets in any order and answers each with a SACK echoing the EV, its ECN mark and
+//!   its local port-state bitmap ([`crate::common::SprayResponder`] with SACKs, trim
+//!   NACKs and a probed reverse EV set).
+//! * Each NIC port pulls packets for its own plane: rotation over that plane's active
+//!   EVs ([`evset`]), skipping EVs penalised by ECN echoes (ECN is off on the last hop,
+//!   so it only signals path congestion).
+//! * A trimmed packet is NACKed and resent at once on another EV. An untrimmed loss,
+//!   detected RACK-style from SACKs (a packet sent `reo` before an acknowledged one) or
+//!   by timeout, retires its EV; a backup of the same plane replaces it; background
+//!   probes bring retired EVs back.
+//! * A local port going down, or a peer's SACK bitmap showing its port down, takes that
+//!   plane out; packets in flight on it are resent on the others.
+//! * Congestion control is not specified by the paper; fabricsim uses one window per
+//!   connection ([`cc`]): additive increase per acknowledged packet, a multiplicative
+//!   cut on trim NACKs at most once per RTT (incast is where trims happen).
+
+pub mod cc;
+pub mod evset;
+
+pub use cc::{MrcCc, MrcCcConfig};
+pub use evset::{EvSetConfig, EvSets};
+
+use crate::common::{PathLog, PathStats, PsnRecord, RttEstimator, SendBuffer};
+use crate::conn::{AppEvent, ConnInfo, EndpointStats, Message, Poll};
+use crate::Endpoint;
+use fabricsim_engine::{Dur, Rng, Time};
+use fabricsim_wire::{hdr, opcode, Bth, Ecn, Ext, NetHdr, Packet, TrafficClass};
+use std::collections::VecDeque;
+
+/// MRC parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MrcConfig {
+    /// EV sets.
+    pub evs: EvSetConfig,
+    /// The window.
+    pub cc: MrcCcConfig,
+    /// Reordering allowance for RACK loss detection.
+    pub reo: Dur,
+    /// Smallest and largest retransmission timeout.
+    pub min_rto: Dur,
+    /// Largest retransmission timeout.
+    pub max_rto: Dur,
+}
+
+/// The sending side of an MRC connection.
+#[derive(Clone, Debug)]
+pub struct MrcSender {
+    info: ConnInfo,
+    cfg: MrcConfig,
+    buf: SendBuffer,
+    evs: EvSets,
+    cc: MrcCc,
+    rtt: RttEstimator,
+    /// Bit `p` set while local NIC port `p` is up.
+    local_up: u8,
+    /// Bit `p` set while the peer's NIC port `p` is up (from its SACKs).
+    peer_up: u8,
+    /// Control packets (probe answers) waiting, per plane index.
+    ctrl: Vec<VecDeque<Packet>>,
+    lost: Vec<(u32, PsnRecord)>,
+    stats: EndpointStats,
+}
+
+impl MrcSender {
+    /// A sender for `info` (planes `info.first_port .. + info.ports`), starting at `now`.
+    pub fn new(info: ConnInfo, cfg: MrcConfig, now: Time, rng: Rng) -> MrcSender {
+        MrcSender {
+            buf: SendBuffer::new(info.mtu),
+            evs: EvSets::new(cfg.evs, info.first_port, info.ports, now, rng),
+            cc: MrcCc::new(cfg.cc),
+            rtt: RttEstimator::new(cfg.min_rto, cfg.max_rto),
+            local_up: u8::MAX,
+            peer_up: u8::MAX,
+            ctrl: vec![VecDeque::new(); info.ports as usize],
+            lost: Vec::new(),
+            stats: EndpointStats::default(),
+            info,
+            cfg,
+        }
+    }
+
+    /// The EV sets (for inspection).
+    pub fn evs(&self) -> &EvSets {
+        &self.evs
+    }
+
+    /// The window in bytes.
+    pub fn cwnd(&self) -> f64 {
+        self.cc.cwnd()
+    }
+
+    fn plane_usable(&self, port: u8) -> bool {
+        self.local_up & self.peer_up & (1 << port) != 0
+    }
+
+    /// Packets found lost in `self.lost`: untrimmed losses retire their EVs (unless the
+    /// plane itself is down, which says nothing about the path).
+    fn handle_losses(&mut self, now: Time) {
+        for (_, rec) in std::mem::take(&mut self.lost) {
+            if self.plane_usable(rec.port) {
+                self.evs.retire(rec.ev, now);
+            } else if let Some(s) = self.evs.stats_mut(rec.ev) {
+                s.losses += 1;
+            }
+        }
+    }
+
+    /// Plane `port` became unusable: everything in flight on it is resent elsewhere.
+    fn plane_down(&mut self, port: u8) {
+        for psn in self.buf.live_on_port(port) {
+            self.buf.mark_lost(psn);
+        }
+    }
+
+    fn on_sack(&mut self, now: Time, e: &Ext) {
+        let news = self.buf.ack(e.ack_psn).is_some();
+        self.buf.cum_ack(e.cum_psn);
+        for i in 0..64u32 {
+            if e.bitmap & (1 << i) != 0 {
+                self.buf.ack(e.cum_psn + 1 + i);
+            }
+        }
+        if news {
+            self.rtt.sample(now.since(Time(e.ts)));
+            self.cc.on_ack(self.info.mtu as f64);
+            if e.flags & Ext::F_ECE != 0 {
+                self.evs.on_ecn(e.ev, now);
+            }
+        }
+        // The peer's ports: a plane it lost is a plane we must stop using.
+        let changed = (self.peer_up ^ e.port_state) & self.plane_mask();
+        self.peer_up = (self.peer_up & !self.plane_mask()) | (e.port_state & self.plane_mask());
+        for p in 0..8u8 {
+            if changed & (1 << p) != 0 && e.port_state & (1 << p) == 0 {
+                self.plane_down(p);
+            }
+        }
+        self.buf.rack(self.cfg.reo, &mut self.lost);
+        self.handle_losses(now);
+    }
+
+    fn plane_mask(&self) -> u8 {
+        (((1u16 << self.info.ports) - 1) << self.info.first_port) as u8
+    }
+
+    fn control(&self, op: u8, ev: u32) -> Packet {
+        let mut net = NetHdr {
+            src: self.info.local_host,
+            dst: self.info.remote_host,
+            class: TrafficClass::Control,
+            ecn: Ecn::NotEct,
+            ..Default::default()
+        };
+        net.set_entropy(ev);
+        Packet { net, bth: Bth { opcode: op, ack_req: false, dest_qp: self.info.remote_qpn, psn: 0 }, hdrs: hdr::EXT, ..Default::default() }
+    }
+}
+
+impl Endpoint for MrcSender {
+    fn on_packet(&mut self, now: Time, pkt: &Packet) {
+        match pkt.bth.opcode {
+            opcode::X_SACK => self.on_sack(now, &pkt.ext),
+            opcode::X_NACK => {
+                // A trimmed packet: congestion, not a broken path. Resend it now on
+                // another EV, and let the window react.
+                self.evs.on_trim(pkt.ext.ev, now);
+                if self.buf.mark_lost(pkt.ext.ack_psn).is_some() {
+                    self.cc.on_trim(now, self.rtt.srtt().unwrap_or(self.cfg.min_rto));
+                }
+                self.buf.cum_ack(pkt.ext.cum_psn);
+            }
+            opcode::X_PROBE_REPLY => self.evs.probe_answered(pkt.ext.ev, now),
+            opcode::X_PROBE => {
+                // The receiver tests its reverse path: answer on one of our EVs.
+                let p = (pkt.ext.ev & 7) as u8;
+                let i = p.wrapping_sub(self.info.first_port);
+                if (i as usize) < self.ctrl.len() {
+                    if let Some(ev) = self.evs.any_active(i) {
+                        let mut reply = self.control(opcode::X_PROBE_REPLY, ev);
+                        reply.ext = Ext { ev: pkt.ext.ev, ts: pkt.ext.ts, ..Default::default() };
+                        self.stats.control_sent += 1;
+                        self.ctrl[i as usize].push_back(reply);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_timeout(&mut self, now: Time) {
+        self.buf.expire(now, self.rtt.rto(), &mut self.lost);
+        if !self.lost.is_empty() {
+            self.stats.timeouts += 1;
+            self.rtt.on_timeout();
+        }
+        self.handle_losses(now);
+        self.evs.expire_probes(now);
+    }
+
+    fn on_port_state(&mut self, _now: Time, port: u8, up: bool) {
+        if up {
+            self.local_up |= 1 << port;
+        } else {
+            self.local_up &= !(1 << port);
+            self.plane_down(port);
+        }
+    }
+
+    fn post(&mut self, _now: Time, msg: Message) {
+        self.buf.post(msg);
+    }
+
+    fn poll_transmit(&mut self, now: Time, port: u8) -> Poll {
+        if !self.plane_usable(port) {
+            return Poll::Idle;
+        }
+        let i = port - self.info.first_port;
+        if let Some(p) = self.ctrl[i as usize].pop_front() {
+            return Poll::Send(p);
+        }
+        // Background probes of retired EVs go before data and outside the window.
+        if let Some(ev) = self.evs.probe_due(i, now) {
+            let mut probe = self.control(opcode::X_PROBE, ev);
+            probe.ext = Ext { ev, ts: now.ps(), ..Default::default() };
+            self.stats.control_sent += 1;
+            return Poll::Send(probe);
+        }
+        // A probe not yet due is announced as a wake-up time: sending it needs this
+        // port, which only a transmit opportunity gives.
+        let idle = match self.evs.next_probe_due(i) {
+            Some(t) => Poll::Wait(t),
+            None => Poll::Idle,
+        };
+        if self.buf.inflight() as f64 * self.info.mtu as f64 >= self.cc.cwnd() || !self.buf.has_data() {
+            return idle;
+        }
+        let Some((psn, old)) = self.buf.take_next() else { return Poll::Idle };
+        let Some(ev) = self.evs.next(i, now, old) else {
+            // No active EV on this plane (cannot happen while backups last); put the
+            // retransmission back for another plane.
+            if old.is_some() {
+                self.buf.mark_lost(psn);
+            }
+            return idle;
+        };
+        let retx = old.is_some();
+        let pkt = self.buf.build(&self.info, psn, ev, now, retx);
+        self.buf.record_send(psn, ev, port, now);
+        if let Some(s) = self.evs.stats_mut(ev) {
+            s.packets += 1;
+            if retx {
+                s.retransmissions += 1;
+            }
+        }
+        self.stats.data_sent += 1;
+        if retx {
+            self.stats.retransmitted += 1;
+        }
+        Poll::Send(pkt)
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        let rto = self.buf.oldest_send().map(|t| t + self.rtt.rto());
+        match (rto, self.evs.next_probe_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn poll_event(&mut self) -> Option<AppEvent> {
+        self.buf.poll_event()
+    }
+
+    fn stats(&self) -> &EndpointStats {
+        &self.stats
+    }
+
+    fn path_stats(&self) -> Vec<PathStats> {
+        self.evs.stats()
+    }
+
+    fn drain_path_log(&mut self, out: &mut Vec<PathLog>) {
+        self.evs.drain_log(out);
+    }
+}

@@ -1,0 +1,159 @@
+//! MRC on a point-to-point wire: SACK recovery, trimming, EV retirement and probing.
+
+mod util;
+
+use fabricsim_engine::{Dur, Rate, Rng, Time};
+use fabricsim_transport::common::{EvState, PathLog, SprayResponder, SprayResponderConfig};
+use fabricsim_transport::mrc::{EvSetConfig, MrcCcConfig, MrcConfig, MrcSender};
+use fabricsim_transport::{AnyEndpoint, ConnInfo, Endpoint, Message};
+use fabricsim_wire::Packet;
+use proptest::prelude::*;
+use util::Pair;
+
+fn info(local: u32, remote: u32) -> ConnInfo {
+    ConnInfo { local_host: local, remote_host: remote, remote_qpn: remote, local_qpn: local, first_port: 0, ports: 1, port_rate: Rate::gbps(100), mtu: 4096 }
+}
+
+fn cfg() -> MrcConfig {
+    MrcConfig {
+        evs: EvSetConfig {
+            active: 16,
+            backup_per_plane: 4,
+            ecn_penalty: 1,
+            trim_penalty: 0,
+            probe_interval: Dur::from_us(100),
+            probe_successes: 5,
+            probe_timeout: Dur::from_us(40),
+        },
+        cc: MrcCcConfig { init: 60_000.0, max: 90_000.0, md: 0.5, mtu: 4096.0 },
+        reo: Dur::from_us(2),
+        min_rto: Dur::from_us(50),
+        max_rto: Dur::from_ms(1),
+    }
+}
+
+fn pair(seed: u64) -> Pair {
+    let s = MrcSender::new(info(0, 1), cfg(), Time::ZERO, Rng::new(seed));
+    let rcfg = SprayResponderConfig { window: u32::MAX, nack_beyond: false, nack_trimmed: true, sack: true, reverse_probe: Some(Dur::from_us(20)) };
+    let r = SprayResponder::new(info(1, 0), rcfg, Rng::new(seed + 1));
+    Pair::new(AnyEndpoint::Mrc(s), AnyEndpoint::Spray(r), Rate::gbps(100), Dur::from_us(2))
+}
+
+fn mrc(p: &Pair) -> &MrcSender {
+    let AnyEndpoint::Mrc(m) = &p.eps[0] else { unreachable!() };
+    m
+}
+
+fn log(p: &mut Pair) -> Vec<PathLog> {
+    let mut out = Vec::new();
+    p.eps[0].drain_path_log(&mut out);
+    out
+}
+
+#[test]
+fn consecutive_packets_use_different_evs() {
+    let mut p = pair(1);
+    let used = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let u = used.clone();
+    p.fate = Box::new(move |side, pkt: &mut Packet, _| {
+        if side == 0 && pkt.is_data() {
+            u.borrow_mut().push(pkt.ext.ev);
+        }
+        (false, false)
+    });
+    p.post(Message { seq: 0, len: 64 * 4096, va: 0, rkey: 1 });
+    p.run(Time::MAX);
+    let used = used.borrow();
+    assert_eq!(used.len(), 64);
+    for w in used.chunks(16) {
+        let mut s = w.to_vec();
+        s.sort();
+        s.dedup();
+        assert_eq!(s.len(), 16, "one rotation uses all 16 EVs once");
+    }
+}
+
+#[test]
+fn a_trimmed_packet_is_resent_at_once_and_its_ev_stays_active() {
+    let mut p = pair(2);
+    let mut trimmed = None;
+    p.fate = Box::new(move |side, pkt: &mut Packet, _| {
+        if side == 0 && pkt.is_data() && pkt.bth.psn == 20 && trimmed.is_none() {
+            trimmed = Some(pkt.ext.ev);
+            pkt.trim();
+        }
+        (false, false)
+    });
+    p.post(Message { seq: 0, len: 100 * 4096, va: 0, rkey: 1 });
+    p.run(Time::MAX);
+    assert_eq!(p.received().len(), 1);
+    assert_eq!(p.eps[0].stats().timeouts, 0, "the NACK, not a timeout, recovered it");
+    assert_eq!(p.eps[0].stats().retransmitted, 1);
+    assert_eq!(p.eps[1].stats().trimmed, 1);
+    assert!(log(&mut p).iter().all(|l| l.state != EvState::Retired), "trims never retire an EV");
+}
+
+#[test]
+fn an_untrimmed_loss_retires_the_ev_and_probes_bring_it_back() {
+    let mut p = pair(3);
+    let lost_ev = std::rc::Rc::new(std::cell::Cell::new(None));
+    let l = lost_ev.clone();
+    p.fate = Box::new(move |side, pkt: &mut Packet, _| {
+        let lose = side == 0 && pkt.is_data() && pkt.bth.psn == 30 && l.get().is_none();
+        if lose {
+            l.set(Some(pkt.ext.ev));
+        }
+        (lose, false)
+    });
+    // A long transfer so probes have time to run while data flows.
+    p.post(Message { seq: 0, len: 40_000 * 4096, va: 0, rkey: 1 });
+    p.run(Time::MAX);
+    assert_eq!(p.received().len(), 1);
+    let ev = lost_ev.get().unwrap();
+    let states: Vec<EvState> = log(&mut p).iter().filter(|l| l.ev == ev).map(|l| l.state).collect();
+    assert_eq!(states[..2], [EvState::Active, EvState::Retired], "{states:?}");
+    assert!(states.contains(&EvState::Probing));
+    assert_eq!(*states.last().unwrap(), EvState::Backup, "five answered probes resurrect it: {states:?}");
+    assert_eq!(mrc(&p).evs().active_per_plane(), vec![16], "a backup filled the slot");
+    assert_eq!(p.eps[0].stats().timeouts, 0, "RACK, not a timeout, found the loss");
+}
+
+#[test]
+fn ecn_echoes_make_evs_sit_out() {
+    let mut p = pair(4);
+    // Mark every packet on one EV.
+    let target = std::rc::Rc::new(std::cell::Cell::new(None));
+    let t = target.clone();
+    p.fate = Box::new(move |side, pkt: &mut Packet, _| {
+        if side != 0 || !pkt.is_data() {
+            return (false, false);
+        }
+        if t.get().is_none() {
+            t.set(Some(pkt.ext.ev));
+        }
+        (false, Some(pkt.ext.ev) == t.get())
+    });
+    p.post(Message { seq: 0, len: 3000 * 4096, va: 0, rkey: 1 });
+    p.run(Time::MAX);
+    let x = target.get().unwrap();
+    let stats = p.eps[0].path_stats();
+    let on_x = stats.iter().find(|s| s.ev == x).unwrap().packets;
+    let others: Vec<u64> = stats.iter().filter(|s| s.ev != x).map(|s| s.packets).collect();
+    let mean = others.iter().sum::<u64>() as f64 / others.len() as f64;
+    assert!((on_x as f64) < 0.7 * mean, "marked EV carried {on_x}, others {mean:.0} on average");
+    assert!(log(&mut p).iter().any(|l| l.ev == x && l.state == EvState::Avoided));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(30))]
+    #[test]
+    fn every_byte_arrives_once_under_loss(seed in 0u64..100_000, loss in 0.0f64..0.05, len in 1u64..2_000_000) {
+        let mut p = pair(seed).lossy(loss, seed ^ 5);
+        p.post(Message { seq: 0, len, va: 0, rkey: 1 });
+        p.post(Message { seq: 1, len: 4097, va: 0, rkey: 1 });
+        p.run(Time(Dur::from_ms(500).ps()));
+        prop_assert_eq!(p.received().len(), 2, "seed {} loss {}", seed, loss);
+        prop_assert_eq!(p.eps[1].stats().bytes_placed, len + 4097);
+        prop_assert_eq!(p.acked().len(), 2);
+    }
+}
