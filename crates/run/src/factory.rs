@@ -1,36 +1,270 @@
-//! Building endpoints for a connection from the scenario's transport, and what each
-//! transport puts on the wire (for ideal completion times).
+//! Transports as the scenario gives them, and the endpoints they become.
+//!
+//! Values a scenario may leave as `auto` depend on the connection's path (a BDP, a
+//! base RTT); [`PathContext`] carries what the run computed for that connection, and
+//! [`endpoint_pair`] resolves them.
 
-use crate::scenario::TransportSpec;
-use fabricsim_engine::Rng;
-use fabricsim_transport::roce::{RoceRequester, RoceResponder};
+use fabricsim_engine::{Dur, Rate, Rng, Time};
+use fabricsim_transport::common::{SprayResponder, SprayResponderConfig};
+use fabricsim_transport::mprdma::{MprdmaConfig, MprdmaSender};
+use fabricsim_transport::mrc::{EvSetConfig, MrcCcConfig, MrcConfig, MrcSender};
+use fabricsim_transport::roce::{RoceConfig, RoceRequester, RoceResponder};
+use fabricsim_transport::stellar::{PathAlgo, StellarConfig, StellarSender, WindowCcConfig};
+use fabricsim_transport::udmp::{UdmpConfig, UdmpSender};
 use fabricsim_transport::{AnyEndpoint, ConnInfo};
-use fabricsim_wire::packet::{BASE_HEADER_BYTES, PREAMBLE_IFG_BYTES, RETH_BYTES};
+use fabricsim_wire::packet::{BASE_HEADER_BYTES, EXT_BYTES, PREAMBLE_IFG_BYTES, RETH_BYTES};
+
+/// The protocol every connection uses, as the scenario gives it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TransportSpec {
+    /// RoCEv2 RC.
+    Roce(RoceConfig),
+    /// K RoCE QPs per connection.
+    QpScaling {
+        /// QPs per connection.
+        qps: u32,
+        /// Each QP's RoCE settings.
+        roce: RoceConfig,
+    },
+    /// MPRDMA.
+    Mprdma(MprdmaSpec),
+    /// STELLAR spraying.
+    Stellar(StellarSpec),
+    /// UDMP.
+    Udmp(UdmpSpec),
+    /// MRC.
+    Mrc(MrcSpec),
+}
+
+/// MPRDMA settings (`None` = auto).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MprdmaSpec {
+    /// Virtual paths.
+    pub paths: u32,
+    /// Initial window, packets.
+    pub init_cwnd: Option<u32>,
+    /// OOO tolerance.
+    pub delta: u32,
+    /// Receiver bitmap, packets.
+    pub window: Option<u32>,
+    /// Exploration probability per RTT.
+    pub explore: f64,
+    /// Smallest RTO.
+    pub min_rto: Dur,
+}
+
+/// STELLAR settings (`None` = auto).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StellarSpec {
+    /// Paths per connection.
+    pub paths: u32,
+    /// Path algorithm.
+    pub algo: PathAlgo,
+    /// Fixed RTO.
+    pub rto: Dur,
+    /// Receiver bitmap, packets.
+    pub window: Option<u32>,
+    /// ECN gain.
+    pub g: f64,
+    /// Delay-cut strength.
+    pub beta: f64,
+    /// Delay target.
+    pub target: Option<Dur>,
+    /// Largest window in BDPs.
+    pub cwnd_max: f64,
+}
+
+/// UDMP settings (`None` = auto).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct UdmpSpec {
+    /// Paths per connection.
+    pub paths: u32,
+    /// EWMA weight.
+    pub alpha: f64,
+    /// Severe-congestion threshold.
+    pub t_high: Option<Dur>,
+    /// Exploration probability per RTT.
+    pub explore: f64,
+    /// OOO-aware path selection.
+    pub ooo_aware: bool,
+    /// Lag tolerance.
+    pub delta: u32,
+    /// Receiver bitmap, packets.
+    pub window: Option<u32>,
+    /// Smallest RTO.
+    pub min_rto: Dur,
+    /// Fixed token rate (load balancer only).
+    pub fixed_rate: Option<Rate>,
+}
+
+/// MRC settings (`None` = auto).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MrcSpec {
+    /// Active EVs per connection.
+    pub evs: u32,
+    /// Backup EVs per plane.
+    pub backup: Option<u32>,
+    /// Skips per ECN echo.
+    pub ecn_penalty: u8,
+    /// Skips per trim NACK.
+    pub trim_penalty: u8,
+    /// Probe period.
+    pub probe_interval: Dur,
+    /// Answers that resurrect an EV.
+    pub probe_successes: u8,
+    /// Probe timeout.
+    pub probe_timeout: Option<Dur>,
+    /// RACK reordering window.
+    pub reo: Option<Dur>,
+    /// Smallest RTO.
+    pub min_rto: Dur,
+    /// Largest RTO.
+    pub max_rto: Dur,
+    /// Window cut on a trim.
+    pub md: f64,
+    /// Largest window in BDPs.
+    pub cwnd_max: f64,
+    /// Reverse-EV probe period.
+    pub reverse_probe: Option<Dur>,
+}
+
+impl TransportSpec {
+    /// The scenario name of this transport.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TransportSpec::Roce(_) => "roce",
+            TransportSpec::QpScaling { .. } => "qp_scaling",
+            TransportSpec::Mprdma(_) => "mprdma",
+            TransportSpec::Stellar(_) => "stellar",
+            TransportSpec::Udmp(_) => "udmp",
+            TransportSpec::Mrc(_) => "mrc",
+        }
+    }
+
+    /// Whether every packet carries a RETH and fabricsim's extension header.
+    fn multipath_headers(&self) -> bool {
+        !matches!(self, TransportSpec::Roce(_) | TransportSpec::QpScaling { .. })
+    }
+}
+
+/// What the run knows about one connection's path.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PathContext {
+    /// Unloaded round trip: a full data frame out, an ACK back.
+    pub base_rtt: Dur,
+    /// Bytes in flight that fill the connection's NIC ports for one base RTT.
+    pub bdp_bytes: f64,
+}
 
 /// Number of QPs (requester/responder pairs) one connection uses.
 pub fn qps(spec: &TransportSpec) -> u32 {
     match spec {
-        TransportSpec::Roce(_) => 1,
-    }
-}
-
-/// The requester/responder pair of one QP of a connection.
-pub fn endpoint_pair(spec: &TransportSpec, req: ConnInfo, resp: ConnInfo, rng: &mut Rng) -> (AnyEndpoint, AnyEndpoint) {
-    // Like Linux's RoCEv2 driver: a random UDP source port in 0xC000..=0xFFFF per QP.
-    let sport = 0xC000 | (rng.below(0x4000) as u16);
-    let rsport = 0xC000 | (rng.below(0x4000) as u16);
-    match spec {
-        TransportSpec::Roce(cfg) => (
-            AnyEndpoint::RoceRequester(RoceRequester::new(req, *cfg, sport)),
-            AnyEndpoint::RoceResponder(RoceResponder::new(resp, *cfg, rsport)),
-        ),
+        TransportSpec::QpScaling { qps, .. } => *qps,
+        _ => 1,
     }
 }
 
 /// Whether the transport spreads one connection over every NIC port (plane).
 pub fn uses_all_ports(spec: &TransportSpec) -> bool {
+    matches!(spec, TransportSpec::Mrc(_))
+}
+
+/// The requester/responder pair of one QP of a connection, created at `now`.
+pub fn endpoint_pair(spec: &TransportSpec, req: ConnInfo, resp: ConnInfo, ctx: &PathContext, now: Time, rng: &mut Rng) -> (AnyEndpoint, AnyEndpoint) {
+    // Like Linux's RoCEv2 driver: a random UDP source port in 0xC000..=0xFFFF per QP.
+    let sport = 0xC000 | (rng.below(0x4000) as u16);
+    let rsport = 0xC000 | (rng.below(0x4000) as u16);
+    let sender_rng = Rng::new(rng.next_u64());
+    let receiver_rng = Rng::new(rng.next_u64());
+    let bdp_pkts = (ctx.bdp_bytes / req.mtu as f64).ceil().max(1.0) as u32;
+    let spray = |window: u32, nack_beyond: bool| SprayResponderConfig { window, nack_beyond, nack_trimmed: false, sack: false, reverse_probe: None };
     match spec {
-        TransportSpec::Roce(_) => false,
+        TransportSpec::Roce(cfg) | TransportSpec::QpScaling { roce: cfg, .. } => (
+            AnyEndpoint::RoceRequester(RoceRequester::new(req, *cfg, sport)),
+            AnyEndpoint::RoceResponder(RoceResponder::new(resp, *cfg, rsport)),
+        ),
+        TransportSpec::Mprdma(s) => {
+            let window = s.window.unwrap_or(bdp_pkts.max(2 * s.delta));
+            let cfg = MprdmaConfig {
+                paths: s.paths,
+                init_cwnd: s.init_cwnd.unwrap_or(bdp_pkts),
+                delta: s.delta,
+                window,
+                explore: s.explore,
+                min_rto: s.min_rto,
+            };
+            (
+                AnyEndpoint::Mprdma(MprdmaSender::new(req, cfg, sender_rng)),
+                AnyEndpoint::Spray(SprayResponder::new(resp, spray(window, true), receiver_rng)),
+            )
+        }
+        TransportSpec::Stellar(s) => {
+            let window = s.window.unwrap_or((4 * bdp_pkts).max(512));
+            let mtu = req.mtu as f64;
+            let cc = WindowCcConfig {
+                g: s.g,
+                beta: s.beta,
+                target: s.target.unwrap_or(Dur(ctx.base_rtt.ps() * 3 / 2)),
+                init: ctx.bdp_bytes.max(mtu),
+                max: (ctx.bdp_bytes * s.cwnd_max).max(mtu),
+                mtu,
+            };
+            let cfg = StellarConfig { paths: s.paths, algo: s.algo, rto: s.rto, base_rtt: ctx.base_rtt, cc };
+            (
+                AnyEndpoint::Stellar(StellarSender::new(req, cfg, sender_rng)),
+                AnyEndpoint::Spray(SprayResponder::new(resp, spray(window, false), receiver_rng)),
+            )
+        }
+        TransportSpec::Udmp(s) => {
+            let window = s.window.unwrap_or(bdp_pkts.max(2 * s.delta));
+            let cfg = UdmpConfig {
+                paths: s.paths,
+                base_rtt: ctx.base_rtt,
+                alpha: s.alpha,
+                t_high: s.t_high.unwrap_or(ctx.base_rtt.mul(5)),
+                explore: s.explore,
+                ooo_aware: s.ooo_aware,
+                delta: s.delta,
+                bdp_packets: bdp_pkts,
+                min_rto: s.min_rto,
+                fixed_rate: s.fixed_rate,
+            };
+            (
+                AnyEndpoint::Udmp(UdmpSender::new(req, cfg, sender_rng)),
+                AnyEndpoint::Spray(SprayResponder::new(resp, spray(window, true), receiver_rng)),
+            )
+        }
+        TransportSpec::Mrc(s) => {
+            let planes = req.ports.max(1) as u32;
+            let per_plane = (s.evs / planes).max(1);
+            let mtu = req.mtu as f64;
+            let cfg = MrcConfig {
+                evs: EvSetConfig {
+                    active: s.evs,
+                    backup_per_plane: s.backup.unwrap_or((per_plane / 4).max(2)),
+                    ecn_penalty: s.ecn_penalty,
+                    trim_penalty: s.trim_penalty,
+                    probe_interval: s.probe_interval,
+                    probe_successes: s.probe_successes,
+                    probe_timeout: s.probe_timeout.unwrap_or(ctx.base_rtt.mul(4)),
+                },
+                cc: MrcCcConfig { init: ctx.bdp_bytes.max(mtu), max: (ctx.bdp_bytes * s.cwnd_max).max(mtu), md: s.md, mtu },
+                reo: s.reo.unwrap_or(Dur(ctx.base_rtt.ps() / 4).max(Dur::from_us(2))),
+                min_rto: s.min_rto,
+                max_rto: s.max_rto,
+            };
+            let rcfg = SprayResponderConfig {
+                window: u32::MAX,
+                nack_beyond: false,
+                nack_trimmed: true,
+                sack: true,
+                reverse_probe: Some(s.reverse_probe.unwrap_or(ctx.base_rtt)),
+            };
+            (
+                AnyEndpoint::Mrc(MrcSender::new(req, cfg, now, sender_rng)),
+                AnyEndpoint::Spray(SprayResponder::new(resp, rcfg, receiver_rng)),
+            )
+        }
     }
 }
 
@@ -45,8 +279,16 @@ pub fn frame_wire_bytes(spec: &TransportSpec, size: u64, mtu: u32, j: u64) -> u6
     let n = packets(size, mtu);
     let payload = if j + 1 == n { size - (n - 1) * mtu as u64 } else { mtu as u64 };
     let base = payload + (BASE_HEADER_BYTES + PREAMBLE_IFG_BYTES) as u64;
-    match spec {
+    if spec.multipath_headers() {
+        // Every packet carries its address and the extension header.
+        base + (RETH_BYTES + EXT_BYTES) as u64
+    } else {
         // RETH only on the first packet.
-        TransportSpec::Roce(_) => base + if j == 0 { RETH_BYTES as u64 } else { 0 },
+        base + if j == 0 { RETH_BYTES as u64 } else { 0 }
     }
+}
+
+/// Wire bytes of an acknowledgement (for base RTTs).
+pub fn ack_wire_bytes(spec: &TransportSpec) -> u64 {
+    (BASE_HEADER_BYTES + PREAMBLE_IFG_BYTES) as u64 + if spec.multipath_headers() { EXT_BYTES as u64 } else { 4 }
 }

@@ -219,7 +219,7 @@ pub fn summary(sim: &Sim, ending: Ending) -> Value {
     let fct: Vec<f64> = finished.iter().map(|&i| (sim.msgs[i].finish - sim.msgs[i].start).as_ns() as f64).collect();
     let slow: Vec<f64> = finished.iter().map(|&i| (sim.msgs[i].finish - sim.msgs[i].start).ps() as f64 / sim.msgs[i].ideal.ps().max(1) as f64).collect();
     let mut ep = EndpointStats::default();
-    for (s, _) in sim.endpoint_stats() {
+    for (s, _, _) in sim.endpoint_stats() {
         ep.data_sent += s.data_sent;
         ep.retransmitted += s.retransmitted;
         ep.control_sent += s.control_sent;
@@ -230,7 +230,7 @@ pub fn summary(sim: &Sim, ending: Ending) -> Value {
         ep.ecn_marked += s.ecn_marked;
         ep.trimmed += s.trimmed;
     }
-    let requester_cnps: u64 = sim.endpoint_stats().filter(|(_, r)| !r).map(|(s, _)| s.cnps).sum();
+    let requester_cnps: u64 = sim.endpoint_stats().filter(|(_, r, _)| !r).map(|(s, _, _)| s.cnps).sum();
     let colls = collective_table(sim);
     let sc = &sim.scenario;
     json!({

@@ -8,6 +8,7 @@ use crate::ScenarioError;
 use fabricsim_engine::{Dur, Rate};
 use fabricsim_fabric::{EcnConfig, FabricConfig, LinkParams, PfcConfig, Routing, TopologySpec, TrimConfig};
 use fabricsim_transport::roce::{DcqcnConfig, RoceConfig};
+use fabricsim_transport::stellar::PathAlgo;
 use fabricsim_workload::{HostSet, WorkloadKind, WorkloadSpec};
 use toml::Value;
 
@@ -38,21 +39,7 @@ pub struct Scenario {
     pub document: serde_json::Value,
 }
 
-/// The protocol every connection uses.
-#[derive(Clone, Debug, PartialEq)]
-pub enum TransportSpec {
-    /// RoCEv2 RC.
-    Roce(RoceConfig),
-}
-
-impl TransportSpec {
-    /// The scenario name of this transport.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            TransportSpec::Roce(_) => "roce",
-        }
-    }
-}
+pub use crate::factory::{MprdmaSpec, MrcSpec, StellarSpec, TransportSpec, UdmpSpec};
 
 /// What the run records.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -243,23 +230,103 @@ fn parse_transport(v: &Value, line: Rate) -> Result<TransportSpec, ScenarioError
     let mut r = Reader::new("transport", v)?;
     let kind = r.choice("kind", "roce", schema::TRANSPORT_KINDS)?;
     let spec = match kind.as_str() {
-        "roce" => {
-            let cc = r.choice("cc", "dcqcn", &["dcqcn", "none"])?;
-            let dcqcn = parse_dcqcn(r.raw("dcqcn"), line)?;
-            let d = RoceConfig::default();
-            let cfg = RoceConfig {
-                ack_interval: r.int("ack_interval", d.ack_interval as i64, 1, 1 << 20)? as u32,
-                rto: positive_duration(&mut r, "rto", d.rto)?,
-                retry_limit: r.int("retry_limit", d.retry_limit as i64, 0, 1 << 20)? as u32,
-                nak_interval: r.duration("nak_interval")?.unwrap_or(d.nak_interval),
-                dcqcn: (cc == "dcqcn").then_some(dcqcn),
+        "roce" => TransportSpec::Roce(parse_roce(&mut r, line)?),
+        "qp_scaling" => {
+            let qps = r.int("qps", 4, 1, 256)? as u32;
+            TransportSpec::QpScaling { qps, roce: parse_roce(&mut r, line)? }
+        }
+        "mprdma" => {
+            let delta = r.int("delta", 64, 1, 1 << 20)? as u32;
+            TransportSpec::Mprdma(MprdmaSpec {
+                paths: paths(&mut r, 256)?,
+                init_cwnd: r.opt_int("init_cwnd", 1, 1 << 20)?.map(|v| v as u32),
+                delta,
+                window: window(&mut r, delta)?,
+                explore: r.float("explore", 0.01, 0.0, 1.0)?,
+                min_rto: positive_duration(&mut r, "min_rto", Dur::from_us(100))?,
+            })
+        }
+        "stellar" => {
+            let algo = r.choice("path_algo", "obs", PathAlgo::NAMES)?;
+            TransportSpec::Stellar(StellarSpec {
+                paths: paths(&mut r, 128)?,
+                algo: PathAlgo::from_name(&algo).expect("choice() only returns allowed names"),
+                rto: positive_duration(&mut r, "rto", Dur::from_us(250))?,
+                window: window(&mut r, 1)?,
+                g: r.float("g", 1.0 / 16.0, 1e-6, 1.0)?,
+                beta: r.float("beta", 0.5, 0.0, 1.0)?,
+                target: r.duration("target")?,
+                cwnd_max: r.float("cwnd_max", 1.5, 0.1, 100.0)?,
+            })
+        }
+        "udmp" => {
+            let delta = r.int("delta", 64, 1, 1 << 20)? as u32;
+            TransportSpec::Udmp(UdmpSpec {
+                paths: paths(&mut r, 256)?,
+                alpha: r.float("alpha", 0.125, 1e-6, 1.0)?,
+                t_high: r.duration("t_high")?,
+                explore: r.float("explore", 0.01, 0.0, 1.0)?,
+                ooo_aware: r.bool("ooo_aware", true)?,
+                delta,
+                window: window(&mut r, delta)?,
+                min_rto: positive_duration(&mut r, "min_rto", Dur::from_us(100))?,
+                fixed_rate: r.rate("fixed_rate")?,
+            })
+        }
+        "mrc" => {
+            let spec = MrcSpec {
+                evs: r.int("evs", 128, 1, 8192)? as u32,
+                backup: r.opt_int("backup", 0, 4096)?.map(|v| v as u32),
+                ecn_penalty: r.int("ecn_penalty", 1, 0, 15)? as u8,
+                trim_penalty: r.int("trim_penalty", 0, 0, 15)? as u8,
+                probe_interval: positive_duration(&mut r, "probe_interval", Dur::from_us(100))?,
+                probe_successes: r.int("probe_successes", 5, 1, 255)? as u8,
+                probe_timeout: r.duration("probe_timeout")?,
+                reo: r.duration("reo")?,
+                min_rto: positive_duration(&mut r, "min_rto", Dur::from_us(50))?,
+                max_rto: positive_duration(&mut r, "max_rto", Dur::from_ms(1))?,
+                md: r.float("md", 0.5, 0.0, 1.0)?,
+                cwnd_max: r.float("cwnd_max", 1.5, 0.1, 100.0)?,
+                reverse_probe: r.duration("reverse_probe")?,
             };
-            TransportSpec::Roce(cfg)
+            if spec.max_rto < spec.min_rto {
+                return Err(r.error("max_rto", "must not be below min_rto"));
+            }
+            TransportSpec::Mrc(spec)
         }
         _ => unreachable!("choice() only returns allowed kinds"),
     };
     r.finish(&params_for("transport", &kind))?;
     Ok(spec)
+}
+
+fn paths(r: &mut Reader<'_>, default: i64) -> Result<u32, ScenarioError> {
+    Ok(r.int("paths", default, 1, 65_536)? as u32)
+}
+
+/// A receiver bitmap size: `None` = derived from the path (auto).
+fn window(r: &mut Reader<'_>, at_least: u32) -> Result<Option<u32>, ScenarioError> {
+    let w = r.opt_int("window", 1, 1 << 24)?.map(|v| v as u32);
+    if let Some(w) = w {
+        if w < at_least {
+            return Err(r.error("window", format!("must be at least delta ({at_least}) packets, got {w}")));
+        }
+    }
+    Ok(w)
+}
+
+/// The RoCE keys shared by `roce` and `qp_scaling`.
+fn parse_roce(r: &mut Reader<'_>, line: Rate) -> Result<RoceConfig, ScenarioError> {
+    let cc = r.choice("cc", "dcqcn", &["dcqcn", "none"])?;
+    let dcqcn = parse_dcqcn(r.raw("dcqcn"), line)?;
+    let d = RoceConfig::default();
+    Ok(RoceConfig {
+        ack_interval: r.int("ack_interval", d.ack_interval as i64, 1, 1 << 20)? as u32,
+        rto: positive_duration(r, "rto", d.rto)?,
+        retry_limit: r.int("retry_limit", d.retry_limit as i64, 0, 1 << 20)? as u32,
+        nak_interval: r.duration("nak_interval")?.unwrap_or(d.nak_interval),
+        dcqcn: (cc == "dcqcn").then_some(dcqcn),
+    })
 }
 
 fn positive_duration(r: &mut Reader<'_>, key: &'static str, default: Dur) -> Result<Dur, ScenarioError> {

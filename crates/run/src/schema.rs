@@ -77,7 +77,7 @@ const fn c(key: &'static str, default: &'static str, choices: &'static [&'static
 /// Topology kinds.
 pub const TOPOLOGY_KINDS: &[&str] = &["leaf_spine", "fat_tree", "multi_plane"];
 /// Transport kinds.
-pub const TRANSPORT_KINDS: &[&str] = &["roce"];
+pub const TRANSPORT_KINDS: &[&str] = &["roce", "qp_scaling", "mprdma", "stellar", "udmp", "mrc"];
 /// Workload kinds.
 pub const WORKLOAD_KINDS: &[&str] = &["flows", "permutation", "incast", "all_to_all", "all_reduce"];
 
@@ -140,6 +140,64 @@ const ROCE: &[Param] = &[
     p("nak_interval", Ty::Duration, "500us", "The responder repeats a NAK for the same missing PSN at most this often (HPCC ns-3)."),
 ];
 
+const QP_SCALING: &[Param] = &[
+    p("qps", Ty::Int, "4", "RoCE QPs per connection (UDMP's baselines: 16, 32). A message is split evenly over them; each has its own UDP source port, go-back-N and DCQCN."),
+    c("cc", "dcqcn", &["dcqcn", "none"], "Per-QP congestion control, as for roce."),
+    p("dcqcn", Ty::Table, "preset hpcc", "Per-QP DCQCN parameters, as for roce."),
+    p("ack_interval", Ty::Int, "1", "As for roce."),
+    p("rto", Ty::Duration, "1ms", "As for roce."),
+    p("retry_limit", Ty::Int, "7", "As for roce."),
+    p("nak_interval", Ty::Duration, "500us", "As for roce."),
+];
+
+const MPRDMA: &[Param] = &[
+    p("paths", Ty::Int, "256", "Virtual paths (entropy values) per connection."),
+    p("init_cwnd", Ty::Int, "auto", "Initial window in packets; auto = one BDP of the connection's path."),
+    p("delta", Ty::Int, "64", "OOO tolerance: an ACK more than delta PSNs below the highest acknowledged shrinks the window by one and clocks nothing out (UDMP Fig. 7 uses 64)."),
+    p("window", Ty::Int, "auto", "Receiver bitmap in packets (PSNs beyond it are NACKed); auto = one BDP, at least 2 x delta."),
+    p("explore", Ty::Float, "0.01", "Probability per round trip that the next packet tries a new random path."),
+    p("min_rto", Ty::Duration, "100us", "Smallest retransmission timeout (RFC 6298 estimate with backoff above it)."),
+];
+
+const STELLAR: &[Param] = &[
+    p("paths", Ty::Int, "128", "Paths (entropy values) per connection (STELLAR production: 128)."),
+    c("path_algo", "obs", &["obs", "rr", "dwrr", "best_rtt", "mprdma", "single"], "Per-packet path choice: oblivious spraying, round robin, dynamic weighted round robin, lowest RTT, ACK-clocked on the ACK's path, or one fixed path."),
+    p("rto", Ty::Duration, "250us", "Fixed retransmission timeout (STELLAR section 7.2); the lost packet is resent on another path."),
+    p("window", Ty::Int, "auto", "Receiver bitmap in packets; auto = max(4 BDP, 512)."),
+    p("g", Ty::Float, "0.0625", "ECN-fraction gain of the shared window (DCTCP-style)."),
+    p("beta", Ty::Float, "0.5", "Strength of the delay cut once the smoothed RTT exceeds target."),
+    p("target", Ty::Duration, "auto", "RTT above which the window is cut; auto = 1.5 x the path's base RTT."),
+    p("cwnd_max", Ty::Float, "1.5", "Largest window, in BDPs (the window starts at one BDP)."),
+];
+
+const UDMP: &[Param] = &[
+    p("paths", Ty::Int, "256", "Entropy values (virtual paths) per connection."),
+    p("alpha", Ty::Float, "0.125", "EWMA weight of a new RTT sample in smooth_rtt (unspecified in the paper)."),
+    p("t_high", Ty::Duration, "auto", "Severe-congestion threshold on smooth_rtt; auto = 5 x the path's base RTT (unspecified in the paper)."),
+    p("explore", Ty::Float, "0.01", "Probability per RTT that the next clocked packet takes a new random path (unspecified in the paper)."),
+    p("ooo_aware", Ty::Bool, "true", "Keep ACKs lagging by more than delta from clocking packets out (Fig. 7 compares on and off)."),
+    p("delta", Ty::Int, "64", "Lag tolerance in packets (UDMP Fig. 7)."),
+    p("window", Ty::Int, "auto", "Receiver bitmap in packets; PSNs beyond it are dropped and NACKed; auto = one BDP, at least 2 x delta."),
+    p("min_rto", Ty::Duration, "100us", "Smallest retransmission timeout (the paper gives none)."),
+    p("fixed_rate", Ty::Rate, "none", "Inject tokens at this rate instead of running Algorithm 1 (isolates the load balancer, as the paper's Fig. 3 example does)."),
+];
+
+const MRC: &[Param] = &[
+    p("evs", Ty::Int, "128", "Active entropy values per connection, split equally over the NIC's planes (MRC: 128-256)."),
+    p("backup", Ty::Int, "auto", "Backup EVs per plane; auto = max(2, active per plane / 4)."),
+    p("ecn_penalty", Ty::Int, "1", "Rotation skips an EV this many times per ECN echo on it."),
+    p("trim_penalty", Ty::Int, "0", "Skips per trim NACK (0: trims at the last hop say nothing about the path)."),
+    p("probe_interval", Ty::Duration, "100us", "Probe period of a retired EV (+-25% jitter)."),
+    p("probe_successes", Ty::Int, "5", "Consecutive answered probes that bring a retired EV back (to the backup set)."),
+    p("probe_timeout", Ty::Duration, "auto", "An unanswered probe failed after this; auto = 4 x base RTT. A failure doubles the EV's probe interval (up to 10ms)."),
+    p("reo", Ty::Duration, "auto", "RACK reordering window: a packet sent this long before an acknowledged one is lost; auto = max(2us, base RTT / 4)."),
+    p("min_rto", Ty::Duration, "50us", "Smallest retransmission timeout."),
+    p("max_rto", Ty::Duration, "1ms", "Largest retransmission timeout."),
+    p("md", Ty::Float, "0.5", "Window cut on a trim NACK (at most once per RTT)."),
+    p("cwnd_max", Ty::Float, "1.5", "Largest window, in BDPs of the whole NIC (the window starts at one BDP)."),
+    p("reverse_probe", Ty::Duration, "auto", "The receiver probes a random reverse EV this often while data arrives (MRC section 2.4); auto = base RTT."),
+];
+
 /// `[transport]` keys every transport has.
 pub const TRANSPORT_COMMON: &[Param] = &[c("kind", "roce", TRANSPORT_KINDS, "The protocol.")];
 
@@ -199,6 +257,11 @@ pub const CATALOG: &[Section] = &[
     Section { section: "fabric", kind: None, doc: "Switch behaviour.", params: FABRIC },
     Section { section: "transport", kind: None, doc: "Keys of every transport.", params: TRANSPORT_COMMON },
     Section { section: "transport", kind: Some("roce"), doc: "RoCEv2 RC: one 5-tuple per QP, go-back-N, DCQCN.", params: ROCE },
+    Section { section: "transport", kind: Some("qp_scaling"), doc: "QP-Scaling: one transfer split over K RoCE QPs, each with its own 5-tuple and DCQCN.", params: QP_SCALING },
+    Section { section: "transport", kind: Some("mprdma"), doc: "MPRDMA (NSDI '18, as the UDMP paper describes it): one window over virtual paths, ACK-clocked on the ACK's path, ECN 1/cwnd increase and -1/2, OOO-aware path choice with delta, receiver bitmap with NACK, path exploration.", params: MPRDMA },
+    Section { section: "transport", kind: Some("stellar"), doc: "STELLAR: N-path spraying with one shared window reacting to ECN and RTT, direct placement, 250us RTO, lost packets resent on another path.", params: STELLAR },
+    Section { section: "transport", kind: Some("udmp"), doc: "UDMP: delay-gradient rate control (Algorithm 1) and delay-driven ACK-clocked load balancing (Algorithm 2) joined by a token pool, per-packet ACKs with timestamps, one-BDP bitmap with NACK, OOO-aware path selection, exploration.", params: UDMP },
+    Section { section: "transport", kind: Some("mrc"), doc: "MRC: per-packet rotation over EV sets split across planes, SACK, trimming with NACK fast retransmit, ECN-driven EV avoidance, EV retirement on untrimmed loss with backups and probing, port-state remapping, reverse EV set. Use it on a lossy fabric (pfc = false) with trimming.", params: MRC },
     Section { section: "transport.dcqcn", kind: None, doc: "DCQCN overrides.", params: DCQCN },
     Section { section: "workload", kind: None, doc: "Keys of every workload.", params: WORKLOAD_COMMON },
     Section { section: "workload", kind: Some("flows"), doc: "An explicit list of flows.", params: W_FLOWS },

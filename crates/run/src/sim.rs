@@ -101,8 +101,8 @@ struct ConnState {
     /// Endpoint ids of the connection's QPs: requester `first + 2i`, responder `+1`.
     first_ep: u32,
     qps: u32,
-    /// Message ids by sequence number.
-    msgs: Vec<u32>,
+    /// Per QP, the message ids it carries parts of, by its own sequence numbers.
+    msgs: Vec<Vec<u32>>,
 }
 
 /// Per-message bookkeeping, exported as the flow records.
@@ -118,6 +118,18 @@ pub struct MsgState {
     pub retransmitted: u64,
     /// Ideal completion time on an empty fabric.
     pub ideal: Dur,
+}
+
+/// The unloaded round trip of a connection (a full data frame out, an ACK back along
+/// the same links) and the bytes that fill its ports for that long.
+fn path_context(fabric: &Fabric, sc: &Scenario, src: u32, dst: u32, nic: u8, ports: u8) -> factory::PathContext {
+    let data = factory::frame_wire_bytes(&sc.transport, sc.mtu as u64 * 2, sc.mtu, 0);
+    let ack = factory::ack_wire_bytes(&sc.transport);
+    let base_rtt = fabric.path(src, dst, nic).map_or(Dur::from_us(10), |hops| {
+        hops.iter().map(|&(rate, delay)| rate.tx_time(data) + rate.tx_time(ack) + delay + delay).fold(Dur::ZERO, |a, b| a + b)
+    });
+    let rate = sc.links.host_link.bps() as f64 * ports as f64;
+    factory::PathContext { base_rtt, bdp_bytes: rate / 8.0 * base_rtt.as_secs_f64() }
 }
 
 /// A scenario wired up and ready to run.
@@ -180,15 +192,16 @@ impl Sim {
             // QPNs are endpoint indices: a packet's BTH destination QP finds its
             // endpoint directly. Requester and responder of QP i sit side by side.
             let qps = factory::qps(&scenario.transport);
+            let ctx = path_context(&fabric, &scenario, c.src, c.dst, first_port, ports);
             for i in 0..qps {
                 let r = first + 2 * i;
-                let (req, resp) = factory::endpoint_pair(&scenario.transport, base(c.src, c.dst, r, r + 1), base(c.dst, c.src, r + 1, r), &mut rng);
+                let (req, resp) = factory::endpoint_pair(&scenario.transport, base(c.src, c.dst, r, r + 1), base(c.dst, c.src, r + 1, r), &ctx, Time::ZERO, &mut rng);
                 for (ep, host, responder) in [(req, c.src, false), (resp, c.dst, true)] {
                     eps.push(ep);
                     meta.push(EpMeta { host, first_port, ports, responder, conn: ci as u32, queued: 0, timer_at: Time::MAX, wake_at: Time::MAX });
                 }
             }
-            conns.push(ConnState { first_ep: first, qps, msgs: Vec::new() });
+            conns.push(ConnState { first_ep: first, qps, msgs: vec![Vec::new(); qps as usize] });
         }
         let msgs = plan
             .messages
@@ -270,10 +283,9 @@ impl Sim {
         self.received
     }
 
-    /// Counters of every endpoint (requesters at even, responders at odd positions
-    /// within a connection).
-    pub fn endpoint_stats(&self) -> impl Iterator<Item = (&EndpointStats, bool)> {
-        self.eps.iter().zip(&self.meta).map(|(e, m)| (e.stats(), m.responder))
+    /// Counters of every endpoint, with whether it is a responder and its connection.
+    pub fn endpoint_stats(&self) -> impl Iterator<Item = (&EndpointStats, bool, u32)> {
+        self.eps.iter().zip(&self.meta).map(|(e, m)| (e.stats(), m.responder, m.conn))
     }
 
     fn progress(&self) -> Progress {
@@ -370,20 +382,26 @@ impl Sim {
 
     fn start(&mut self, now: Time, m: u32) {
         let spec = &self.plan.messages[m as usize];
-        let conn = &mut self.conns[spec.conn as usize];
-        let seq = conn.msgs.len() as u32;
-        conn.msgs.push(m);
-        let (first, qps) = (conn.first_ep, conn.qps);
-        let size = spec.size;
+        let (c, size) = (spec.conn as usize, spec.size);
+        let (first, qps) = (self.conns[c].first_ep, self.conns[c].qps);
+        // A message over several QPs is split evenly, the remainder on the first ones;
+        // a QP whose share is empty carries nothing of it.
+        let parts: Vec<(u32, u64)> = (0..qps)
+            .map(|i| (i, size / qps as u64 + u64::from((i as u64) < size % qps as u64)))
+            .filter(|&(_, len)| len > 0)
+            .collect();
         let st = &mut self.msgs[m as usize];
         st.start = now;
-        st.parts_left = qps;
-        // A message over several QPs is split evenly, the remainder on the first ones.
-        for i in 0..qps {
-            let part = size / qps as u64 + u64::from((i as u64) < size % qps as u64);
+        st.parts_left = parts.len() as u32;
+        let mut offset = 0;
+        for (i, len) in parts {
             let ep = first + 2 * i;
-            let va = 0x7f00_0000_0000u64 + (m as u64) * (1 << 32) + (size / qps as u64) * i as u64;
-            self.eps[ep as usize].post(now, Message { seq, len: part.max(1), va, rkey: m });
+            let queue = &mut self.conns[c].msgs[i as usize];
+            let seq = queue.len() as u32;
+            queue.push(m);
+            let va = 0x7f00_0000_0000u64 + ((m as u64) << 32) + offset;
+            offset += len;
+            self.eps[ep as usize].post(now, Message { seq, len, va, rkey: m });
             self.after_input(now, ep);
             self.ready(now, ep);
         }
@@ -393,9 +411,10 @@ impl Sim {
     fn after_input(&mut self, now: Time, ep: u32) {
         while let Some(e) = self.eps[ep as usize].poll_event() {
             let conn = self.meta[ep as usize].conn as usize;
+            let qp = ((ep - self.conns[conn].first_ep) / 2) as usize;
             match e {
                 AppEvent::Received { seq } => {
-                    let m = self.conns[conn].msgs[seq as usize];
+                    let m = self.conns[conn].msgs[qp][seq as usize];
                     let st = &mut self.msgs[m as usize];
                     st.parts_left -= 1;
                     if st.parts_left == 0 {
@@ -405,7 +424,7 @@ impl Sim {
                     }
                 }
                 AppEvent::Acked { seq, retransmitted } => {
-                    let m = self.conns[conn].msgs[seq as usize];
+                    let m = self.conns[conn].msgs[qp][seq as usize];
                     self.msgs[m as usize].retransmitted += retransmitted;
                 }
                 AppEvent::Failed => self.failed_conns += 1,

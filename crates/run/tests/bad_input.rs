@@ -37,7 +37,7 @@ fn error_of(toml: &str) -> String {
 #[case::zero_size("", "workload[0].size: must be at least 1 byte")]
 #[case::receiver_out_of_range("", "workload[0].receiver: host 99 does not exist (hosts are 0..3)")]
 #[case::too_many_senders("", "workload[0].senders: 9 hosts requested but only 3 are available")]
-#[case::unknown_transport("", "transport.kind: unknown value \"tcp\" (allowed: roce)")]
+#[case::unknown_transport("", "transport.kind: unknown value \"tcp\" (allowed: roce, qp_scaling, mprdma, stellar, udmp, mrc)")]
 #[case::unknown_cc("", "transport.cc: unknown value \"bbr\" (allowed: dcqcn, none)")]
 #[case::wrong_type("", "topology.mtu: expected an integer, got a string")]
 #[case::mtu_range("", "topology.mtu: must be between 256 and 9000, got 100000")]

@@ -186,10 +186,20 @@ flows = [{{ src = 1, dst = 7, size = 1 }}, {{ src = 8, dst = 0, size = "4097B", 
     )
 }
 
-const TRANSPORTS: &[&str] = &["kind = \"roce\"\nrto = \"100us\"\nretry_limit = 1000", "kind = \"roce\"\ncc = \"none\"\nrto = \"100us\"\nretry_limit = 1000"];
+const TRANSPORTS: &[&str] = &[
+    "kind = \"roce\"\nrto = \"100us\"\nretry_limit = 1000",
+    "kind = \"roce\"\ncc = \"none\"\nrto = \"100us\"\nretry_limit = 1000",
+    "kind = \"qp_scaling\"\nqps = 4\nrto = \"100us\"\nretry_limit = 1000",
+    "kind = \"mprdma\"",
+    "kind = \"stellar\"",
+    "kind = \"stellar\"\npath_algo = \"single\"",
+    "kind = \"stellar\"\npath_algo = \"dwrr\"",
+    "kind = \"udmp\"",
+    "kind = \"mrc\"\nevs = 16",
+];
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(24))]
+    #![proptest_config(ProptestConfig::with_cases(48))]
     /// Every byte an application sends is placed at the receiver exactly once, for
     /// every transport and workload, with or without PFC and random link loss.
     #[test]
@@ -201,7 +211,7 @@ proptest! {
         // Exactly once per connection: each responder placed its messages' bytes.
         for (c, _) in sim.plan.conns.iter().enumerate() {
             let expected: u64 = sim.plan.messages.iter().filter(|m| m.conn as usize == c).map(|m| m.size).sum();
-            let placed: u64 = sim.endpoint_stats().enumerate().filter(|(i, (_, resp))| *resp && (*i as u64 / 2) == c as u64).map(|(_, (s, _))| s.bytes_placed).sum();
+            let placed: u64 = sim.endpoint_stats().filter(|&(_, resp, conn)| resp && conn as usize == c).map(|(s, _, _)| s.bytes_placed).sum();
             prop_assert_eq!(placed, expected, "connection {}", c);
         }
         if loss > 0.0 {

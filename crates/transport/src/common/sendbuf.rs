@@ -27,6 +27,8 @@ pub struct PsnRecord {
     pub sent_at: Time,
     /// Entropy value it was last sent on.
     pub ev: u32,
+    /// Entropy value of the transmission before the last (for a retransmission).
+    pub prev_ev: u32,
     /// NIC port it was last sent from.
     pub port: u8,
     /// Selectively acknowledged.
@@ -161,6 +163,7 @@ impl SendBuffer {
         let rec = self.record_mut(psn).expect("sent PSN is in the window");
         let retransmission = rec.sends > 0;
         rec.sent_at = now;
+        rec.prev_ev = rec.ev;
         rec.ev = ev;
         rec.port = port;
         rec.lost = false;

@@ -301,6 +301,23 @@ impl EvSets {
         self.retired.push(i);
     }
 
+    /// `ev` was retired for a loss that turned out spurious (the packet arrived after
+    /// all): it is healthy, so it goes back to its plane's backup pool.
+    pub fn unretire(&mut self, ev: u32, now: Time) {
+        let Some(i) = self.map.get(ev) else { return };
+        let i = i as u32;
+        if !matches!(self.entries[i as usize].state, EvState::Retired | EvState::Probing) {
+            return;
+        }
+        self.retired.retain(|&r| r != i);
+        let e = &mut self.entries[i as usize];
+        e.stats.losses = e.stats.losses.saturating_sub(1);
+        e.probe.sent = None;
+        let p = e.plane as usize;
+        self.backup[p].push_back(i);
+        self.set_state(i, EvState::Backup, now);
+    }
+
     /// `d` ±25 %.
     fn jitter(&mut self, d: Dur) -> Dur {
         let quarter = d.ps() / 4;

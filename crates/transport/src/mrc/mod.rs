@@ -39,7 +39,7 @@ pub struct MrcConfig {
     pub evs: EvSetConfig,
     /// The window.
     pub cc: MrcCcConfig,
-    /// Reordering allowance for RACK loss detection.
+    /// Initial reordering allowance for RACK loss detection (it adapts, see below).
     pub reo: Dur,
     /// Smallest and largest retransmission timeout.
     pub min_rto: Dur,
@@ -63,6 +63,10 @@ pub struct MrcSender {
     /// Control packets (probe answers) waiting, per plane index.
     ctrl: Vec<VecDeque<Packet>>,
     lost: Vec<(u32, PsnRecord)>,
+    /// RACK's reordering window is `reo × reo_mult`, at most the smoothed RTT.
+    reo_mult: u32,
+    /// Acknowledgements since the last spurious retransmission (to relax `reo_mult`).
+    acks_since_spurious: u32,
     stats: EndpointStats,
 }
 
@@ -78,10 +82,20 @@ impl MrcSender {
             peer_up: u8::MAX,
             ctrl: vec![VecDeque::new(); info.ports as usize],
             lost: Vec::new(),
+            reo_mult: 1,
+            acks_since_spurious: 0,
             stats: EndpointStats::default(),
             info,
             cfg,
         }
+    }
+
+    /// RACK's current reordering window (RFC 8985 section 6.2: a multiple of the base
+    /// window that grows with every spurious retransmission, capped by the smoothed
+    /// RTT): sprayed packets reorder by the queueing differences between paths.
+    fn reo(&self) -> Dur {
+        let w = self.cfg.reo.mul(self.reo_mult as u64);
+        self.rtt.srtt().map_or(w, |s| w.min(s.max(self.cfg.reo)))
     }
 
     /// The EV sets (for inspection).
@@ -118,7 +132,23 @@ impl MrcSender {
     }
 
     fn on_sack(&mut self, now: Time, e: &Ext) {
-        let news = self.buf.ack(e.ack_psn).is_some();
+        let acked = self.buf.ack(e.ack_psn);
+        let news = acked.is_some();
+        if let Some(rec) = acked {
+            // The echoed timestamp names the transmission that arrived: an earlier one
+            // than the last means our retransmission was spurious, the first copy was
+            // only late. Widen the reordering window and give the EV back.
+            if rec.sends > 1 && e.ts < rec.sent_at.ps() {
+                self.reo_mult = (self.reo_mult * 2).min(64);
+                self.acks_since_spurious = 0;
+                self.evs.unretire(rec.prev_ev, now);
+            }
+        }
+        self.acks_since_spurious += 1;
+        if self.acks_since_spurious >= 4096 && self.reo_mult > 1 {
+            self.reo_mult /= 2;
+            self.acks_since_spurious = 0;
+        }
         self.buf.cum_ack(e.cum_psn);
         for i in 0..64u32 {
             if e.bitmap & (1 << i) != 0 {
@@ -140,7 +170,8 @@ impl MrcSender {
                 self.plane_down(p);
             }
         }
-        self.buf.rack(self.cfg.reo, &mut self.lost);
+        let reo = self.reo();
+        self.buf.rack(reo, &mut self.lost);
         self.handle_losses(now);
     }
 
