@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from importlib import resources
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Tuple, Union
@@ -44,16 +45,33 @@ def load(scenario: ScenarioLike) -> Tuple[str, str, Optional[Path]]:
     raise ScenarioError(f"scenario: expected a file path, TOML text or a dict, got {type(scenario).__name__}")
 
 
-def run(scenario: ScenarioLike, *, seed: Optional[int] = None, progress: bool = False) -> Result:
+def run(scenario: ScenarioLike, *, seed: Optional[int] = None, progress: bool = False,
+        pcap: Optional[str] = None, pcap_snap: int = 128) -> Result:
     """Runs a scenario and returns its :class:`Result`.
 
     ``seed`` overrides the scenario's seed; ``progress`` draws a progress line on stderr.
+    ``pcap`` (comma-separated port, host or switch names, e.g. ``"leaf[0].up[1],host[3]"``)
+    captures the frames crossing those cables, both directions, with payloads cut to
+    ``pcap_snap`` bytes; the file is ``Result.pcap`` and ``Result.save`` moves it into
+    the output folder as ``capture.pcap``.
     """
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0 or seed >= 2**63):
         raise ScenarioError(f"seed: expected an integer between 0 and 2^63-1, got {seed!r}")
+    if not isinstance(pcap_snap, int) or isinstance(pcap_snap, bool) or not 0 <= pcap_snap <= 65535:
+        raise ScenarioError(f"pcap_snap: expected an integer between 0 and 65535, got {pcap_snap!r}")
     text, fmt, path = load(scenario)
-    raw = _core.run(text, fmt, seed, progress)
-    return Result.from_core(raw, scenario_text=text if fmt == "toml" else None, source=path)
+    capture = None
+    if pcap is not None:
+        fd, name = tempfile.mkstemp(prefix="fabricsim-", suffix=".pcap")
+        os.close(fd)
+        capture = Path(name)
+    try:
+        raw = _core.run(text, fmt, seed, progress, pcap, None if capture is None else str(capture), pcap_snap)
+    except BaseException:
+        if capture is not None:
+            capture.unlink(missing_ok=True)
+        raise
+    return Result.from_core(raw, scenario_text=text if fmt == "toml" else None, source=path, pcap=capture)
 
 
 def validate(scenario: ScenarioLike) -> Dict[str, Any]:

@@ -83,7 +83,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
         return _fail(f"--out: {a.out} already exists and is not empty; choose a new folder")
     try:
         text, _, _ = load(scenario)
-        result = run(scenario, seed=a.seed, progress=not a.quiet and sys.stderr.isatty())
+        result = run(scenario, seed=a.seed, progress=not a.quiet and sys.stderr.isatty(), pcap=a.pcap, pcap_snap=a.pcap_snap)
     except ScenarioError as e:
         return _fail(f"{scenario}: {e}")
     out = a.out or _default_out(result.summary["name"])
@@ -174,6 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", type=Path, help="output folder (default: a new folder under ./fabricsim-out/)")
     r.add_argument("--quiet", action="store_true", help="no progress line and no summary table")
     r.add_argument("--no-plots", action="store_true", help="do not draw the PNG plots")
+    r.add_argument("--pcap", metavar="SPEC", help="capture the frames crossing these cables into capture.pcap: comma-separated "
+                   "port names (leaf[0].up[1]), hosts (host[3]) or switches (spine[0]); both directions")
+    r.add_argument("--pcap-snap", type=int, default=128, metavar="BYTES", help="payload bytes kept per captured frame (default 128)")
     r.set_defaults(func=_cmd_run)
 
     v = sub.add_parser("validate", help="check a scenario without running it")

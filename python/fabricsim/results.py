@@ -13,7 +13,10 @@ import numpy as np
 import pandas as pd
 
 # Integer columns where -1 means "none" (a flow that never started or finished).
-_NULLABLE = {"start_ns", "finish_ns", "fct_ns", "collective", "duration_ns"}
+_NULLABLE = {"start_ns", "finish_ns", "fct_ns", "collective", "duration_ns", "ooo_max", "ooo_p99"}
+
+# The tables a run produces, in the order they are written.
+TABLES = ("flows", "ports", "collectives", "connections", "paths", "ev_states", "ooo", "throughput", "faults")
 
 
 def _frame(columns: Sequence[Tuple[str, Any]]) -> pd.DataFrame:
@@ -43,19 +46,31 @@ class Result:
             under the ``run`` key only.
     """
 
-    def __init__(self, flows: pd.DataFrame, ports: pd.DataFrame, collectives: pd.DataFrame, summary: Dict[str, Any],
-                 scenario_text: Optional[str] = None, source: Optional[Path] = None):
-        self.flows = flows
-        self.ports = ports
-        self.collectives = collectives
+    def __init__(self, tables: Dict[str, pd.DataFrame], summary: Dict[str, Any],
+                 scenario_text: Optional[str] = None, source: Optional[Path] = None, pcap: Optional[Path] = None):
+        self.tables = tables
         self.summary = summary
         self.scenario_text = scenario_text
         self.source = source
+        #: A pcap capture written during the run (moved into the folder by ``save``).
+        self.pcap = pcap
+
+    flows = property(lambda self: self.tables["flows"], doc="One row per flow (message).")
+    ports = property(lambda self: self.tables["ports"], doc="Sampled port time series.")
+    collectives = property(lambda self: self.tables["collectives"], doc="One row per collective.")
+    connections = property(lambda self: self.tables["connections"], doc="One row per connection (queue pairs).")
+    paths = property(lambda self: self.tables["paths"], doc="Per-path (entropy value) counters of multipath senders.")
+    ev_states = property(lambda self: self.tables["ev_states"], doc="Entropy-value state changes over time (MRC).")
+    ooo = property(lambda self: self.tables["ooo"], doc="Out-of-order degree histogram at multipath receivers.")
+    throughput = property(lambda self: self.tables["throughput"], doc="Bytes each connection delivered per sampling interval.")
+    faults = property(lambda self: self.tables["faults"], doc="Faults that happened, with their times.")
 
     @classmethod
-    def from_core(cls, raw: Dict[str, Any], scenario_text: Optional[str] = None, source: Optional[Path] = None) -> "Result":
+    def from_core(cls, raw: Dict[str, Any], scenario_text: Optional[str] = None, source: Optional[Path] = None,
+                  pcap: Optional[Path] = None) -> "Result":
         names: List[str] = raw["port_names"]
-        ports = _frame(raw["ports"])
+        tables = {name: _frame(raw[name]) for name in TABLES}
+        ports = tables["ports"]
         ports.insert(1, "port", pd.Categorical.from_codes(ports["port_id"].astype(np.int64), categories=names) if names else [])
         summary = json.loads(raw["summary"])
         wall = float(raw["wall_seconds"])
@@ -64,7 +79,9 @@ class Result:
             "events_per_second": summary["events"] / wall if wall > 0 else None,
             "packet_hops_per_second": summary["packet_hops"] / wall if wall > 0 else None,
         }
-        return cls(_frame(raw["flows"]), ports, _frame(raw["collectives"]), summary, scenario_text, source)
+        if raw.get("pcap_frames") is not None:
+            summary["run"]["pcap_frames"] = raw["pcap_frames"]
+        return cls(tables, summary, scenario_text, source, pcap)
 
     def __repr__(self) -> str:
         s = self.summary
@@ -72,8 +89,10 @@ class Result:
                 f"{s['sim_time_ns'] / 1e6:.3f} ms simulated>")
 
     def save(self, out: "os.PathLike[str] | str", plots: bool = True) -> Path:
-        """Writes ``flows.parquet``, ``ports.parquet``, ``collectives.parquet``,
-        ``summary.json``, the scenario and (optionally) the plots into ``out``.
+        """Writes every table as Parquet (``flows``, ``ports``, ``collectives``,
+        ``connections``, ``paths``, ``ev_states``, ``ooo``, ``throughput``, ``faults``),
+        ``summary.json``, the scenario, a pcap capture if one was taken
+        (``capture.pcap``) and (optionally) the plots into ``out``.
 
         The folder appears complete or not at all: everything is written to a
         temporary sibling folder that is renamed into place at the end. ``out`` must
@@ -85,9 +104,11 @@ class Result:
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
         try:
-            self.flows.to_parquet(tmp / "flows.parquet", index=False)
-            self.ports.to_parquet(tmp / "ports.parquet", index=False)
-            self.collectives.to_parquet(tmp / "collectives.parquet", index=False)
+            for name in TABLES:
+                self.tables[name].to_parquet(tmp / f"{name}.parquet", index=False)
+            if self.pcap is not None and Path(self.pcap).exists():
+                shutil.move(str(self.pcap), tmp / "capture.pcap")
+                self.pcap = out / "capture.pcap"
             with open(tmp / "summary.json", "w", encoding="utf-8") as f:
                 json.dump(self.summary, f, indent=2, sort_keys=True, allow_nan=False, default=str)
                 f.write("\n")

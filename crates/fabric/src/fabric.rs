@@ -108,6 +108,9 @@ pub struct Fabric {
     pub pool: Pool,
     /// Counters.
     pub totals: Totals,
+    /// Frames transmitted by tapped ports since the last drain: `(start time, port,
+    /// packet)`.
+    pub captured: Vec<(Time, PortId, Packet)>,
     routes: Routes,
     /// Per switch: `(uSID, egress port)` sorted by uSID, the static SRv6 table.
     srv6: Vec<Vec<(u16, PortId)>>,
@@ -175,6 +178,7 @@ impl Fabric {
             ports,
             pool: Pool::default(),
             totals: Totals::default(),
+            captured: Vec::new(),
             routes,
             srv6,
             shared,
@@ -406,12 +410,20 @@ impl Fabric {
     fn transmit<E: From<FabricEvent> + Copy>(&mut self, p: PortId, slot: u32, wire: u32, now: Time, q: &mut EventQueue<E>) {
         let peer_up = self.ports[self.ports[p as usize].peer as usize].up;
         let port = &mut self.ports[p as usize];
+        if port.tap {
+            // Captured as it starts onto the wire, whether or not the link delivers it.
+            self.captured.push((now, p, *self.pool.get(slot)));
+        }
         let ser = port.rate.tx_time(wire as u64);
         port.busy_until = now + ser;
         port.stats.tx_pkts += 1;
         port.stats.tx_bytes += wire as u64;
         self.totals.packet_hops += 1;
-        if !port.up || !peer_up || (port.loss > 0.0 && port.rng.chance(port.loss)) {
+        let ev_lost = match port.ev_loss {
+            Some((ev, p)) => self.pool.get(slot).net.entropy() == ev && port.rng.chance(p),
+            None => false,
+        };
+        if !port.up || !peer_up || ev_lost || (port.loss > 0.0 && port.rng.chance(port.loss)) {
             port.stats.drops += 1;
             self.totals.link_losses += 1;
             self.pool.free(slot);
@@ -442,6 +454,13 @@ impl Fabric {
         }
         let in_port = port.peer;
         let node = port.peer_node;
+        if !port.up {
+            // The cable died while the frame was on it.
+            port.stats.drops += 1;
+            self.totals.link_losses += 1;
+            self.pool.free(slot);
+            return None;
+        }
         if self.nodes[node as usize].kind == NodeKind::Host {
             self.totals.delivered += 1;
             let nic = self.ports[in_port as usize].index as u8;
@@ -540,7 +559,10 @@ impl Fabric {
     /// The path is chosen algorithmically (MRC section 2.3): walking up from the
     /// source leaf, at each switch with several equal-cost next hops the EV's next
     /// mixed-radix digit picks one (for a multi-plane Clos this is "the T0 uplink
-    /// number copied into the T1 uSID"). `None` if `dst` is unreachable in that plane.
+    /// number copied into the T1 uSID"). In a multi-plane fabric the EV's low 3 bits
+    /// name its plane (the NIC port it leaves from) and the digits start above them;
+    /// in a single-plane fabric every bit selects the path. `None` if `dst` is
+    /// unreachable in that plane.
     pub fn srv6_address(&self, src: u32, dst: u32, nic: u8, ev: u32) -> Option<u128> {
         let dst_leaf = self.leaf_of(dst, nic);
         let mut cur = self.leaf_of(src, nic);
@@ -548,7 +570,7 @@ impl Fabric {
         let mut usids = [0u16; 6];
         usids[0] = self.nodes[cur as usize].usid;
         let mut n = 1;
-        let mut digits = ev;
+        let mut digits = if self.nics > 1 { ev >> 3 } else { ev };
         while cur != dst_leaf {
             let hops = self.routes.next_hops(cur, plane, dst);
             if hops.is_empty() || n >= 5 {
@@ -635,6 +657,110 @@ fn srv6_tables(nodes: &[Node], ports: &[Port]) -> Vec<Vec<(u16, PortId)>> {
             t
         })
         .collect()
+}
+
+/// Faults: changes to cables and switches during a run.
+impl Fabric {
+    /// The port called `name` (see [`port_name`](Self::port_name)).
+    pub fn port_by_name(&self, name: &str) -> Option<PortId> {
+        let (node, label) = name.rsplit_once('.')?;
+        let n = self.node_by_name(node)?;
+        self.nodes[n as usize].ports().find(|&p| self.port_name(p).rsplit_once('.').map(|x| x.1) == Some(label))
+    }
+
+    /// The node called `name` (`leaf[2]`, `host[7]`, ...).
+    pub fn node_by_name(&self, name: &str) -> Option<NodeId> {
+        self.nodes.iter().position(|n| n.name == name).map(|i| i as NodeId)
+    }
+
+    /// Both directions of the cable at port `p`.
+    fn cable(&self, p: PortId) -> [PortId; 2] {
+        [p, self.ports[p as usize].peer]
+    }
+
+    /// Takes the cable at port `p` down or up. A dead cable loses every frame on it,
+    /// and PFC state across it is forgotten (no RESUME will ever cross it).
+    pub fn set_cable_up(&mut self, p: PortId, up: bool, now: Time) {
+        for q in self.cable(p) {
+            let port = &mut self.ports[q as usize];
+            port.up = up;
+            if !up {
+                if port.data_paused() {
+                    port.stats.paused_ps += now.since(port.paused_since).ps();
+                }
+                port.paused = [false; 2];
+                port.pause_sent = [false; 2];
+            }
+        }
+    }
+
+    /// Random loss probability on both directions of the cable at `p`.
+    pub fn set_cable_loss(&mut self, p: PortId, loss: f64) {
+        for q in self.cable(p) {
+            self.ports[q as usize].loss = loss;
+        }
+    }
+
+    /// Loss of frames carrying entropy value `ev` on both directions of the cable at
+    /// `p` (`None` clears it).
+    pub fn set_cable_ev_loss(&mut self, p: PortId, ev_loss: Option<(u32, f64)>) {
+        for q in self.cable(p) {
+            self.ports[q as usize].ev_loss = ev_loss;
+        }
+    }
+
+    /// Extra one-way delay on both directions of the cable at `p`.
+    pub fn set_cable_delay(&mut self, p: PortId, extra: fabricsim_engine::Dur) {
+        for q in self.cable(p) {
+            self.ports[q as usize].extra_delay = extra;
+        }
+    }
+
+    /// Rate of both directions of the cable at `p`.
+    pub fn set_cable_rate(&mut self, p: PortId, rate: fabricsim_engine::Rate) {
+        for q in self.cable(p) {
+            self.ports[q as usize].rate = rate;
+        }
+    }
+
+    /// Captures frames crossing the cable at `p`, both directions.
+    pub fn tap_cable(&mut self, p: PortId) {
+        for q in self.cable(p) {
+            self.ports[q as usize].tap = true;
+        }
+    }
+
+    /// Extra delay on egress port `p` only (one direction).
+    pub fn set_port_delay(&mut self, p: PortId, extra: fabricsim_engine::Dur) {
+        self.ports[p as usize].extra_delay = extra;
+    }
+
+    /// Rate of egress port `p` only (one direction).
+    pub fn set_port_rate(&mut self, p: PortId, rate: fabricsim_engine::Rate) {
+        self.ports[p as usize].rate = rate;
+    }
+
+    /// Takes switch `n` down (it forwards nothing; all its cables are dead) or up.
+    pub fn set_switch_up(&mut self, n: NodeId, up: bool, now: Time) {
+        self.nodes[n as usize].up = up;
+        for p in self.nodes[n as usize].port_ids.clone() {
+            self.set_cable_up(p, up, now);
+        }
+    }
+
+    /// The `(host, nic)` at either end of the cable at `p` that is a host NIC port.
+    pub fn hosts_on_cable(&self, p: PortId) -> Vec<(u32, u8)> {
+        self.cable(p)
+            .iter()
+            .filter(|&&q| self.ports[q as usize].kind == PortKind::Nic)
+            .map(|&q| (self.ports[q as usize].node, self.ports[q as usize].index as u8))
+            .collect()
+    }
+
+    /// Ports of node `n`.
+    pub fn ports_of(&self, n: NodeId) -> &[PortId] {
+        &self.nodes[n as usize].port_ids
+    }
 }
 
 impl Fabric {

@@ -94,6 +94,8 @@ pub struct Port {
     pub up: bool,
     /// Whether this port marks ECN.
     pub ecn: bool,
+    /// Whether frames this port transmits are captured (pcap).
+    pub tap: bool,
 
     /// Frames propagating on the link: `(arrival time at the peer, slot)`, in order.
     pub(crate) wire: VecDeque<(Time, u32)>,
@@ -108,6 +110,9 @@ pub struct Port {
     pub kind: PortKind,
     /// Probability that a frame is lost on this link.
     pub loss: f64,
+    /// Frames carrying this entropy value are lost with this probability (a fault
+    /// confined to one path, as an ACL dropping one EV would be).
+    pub ev_loss: Option<(u32, f64)>,
     /// ECN `(kmin, kmax)` of this port, bytes.
     pub ecn_k: (u64, u64),
     pub(crate) paused_since: Time,
@@ -129,7 +134,9 @@ impl Port {
             extra_delay: Dur::ZERO,
             up: true,
             loss: 0.0,
+            ev_loss: None,
             ecn: false,
+            tap: false,
             ecn_k: (0, 0),
             queues: Default::default(),
             queued: [0; CLASSES],

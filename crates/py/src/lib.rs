@@ -77,6 +77,12 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, wall: f64, mem: Memory) -> P
     d.set_item("flows", table(py, &r.flows)?)?;
     d.set_item("ports", table(py, &r.ports)?)?;
     d.set_item("collectives", table(py, &r.collectives)?)?;
+    d.set_item("paths", table(py, &r.paths)?)?;
+    d.set_item("ev_states", table(py, &r.ev_states)?)?;
+    d.set_item("ooo", table(py, &r.ooo)?)?;
+    d.set_item("throughput", table(py, &r.throughput)?)?;
+    d.set_item("faults", table(py, &r.faults)?)?;
+    d.set_item("connections", table(py, &r.connections)?)?;
     d.set_item("port_names", PyList::new(py, &r.port_names)?)?;
     d.set_item("summary", serde_json::to_string(&r.summary).map_err(|e| PyRuntimeError::new_err(e.to_string()))?)?;
     d.set_item("wall_seconds", wall)?;
@@ -106,11 +112,26 @@ fn draw(p: &Progress, wall: f64, done: bool) {
 /// Runs a scenario and returns its result tables.
 ///
 /// `text` is the scenario in `format` ("toml" or "json"); `seed` overrides its seed;
-/// `progress` draws a progress line on stderr.
+/// `progress` draws a progress line on stderr. `pcap` (comma-separated port, host or
+/// switch names) captures the frames crossing those cables into the file `pcap_path`,
+/// payloads cut to `pcap_snap` bytes.
 #[pyfunction]
-#[pyo3(signature = (text, format = "toml", seed = None, progress = false))]
-fn run<'py>(py: Python<'py>, text: &str, format: &str, seed: Option<u64>, progress: bool) -> PyResult<Bound<'py, PyDict>> {
+#[pyo3(signature = (text, format = "toml", seed = None, progress = false, pcap = None, pcap_path = None, pcap_snap = 128))]
+#[allow(clippy::too_many_arguments)]
+fn run<'py>(
+    py: Python<'py>,
+    text: &str,
+    format: &str,
+    seed: Option<u64>,
+    progress: bool,
+    pcap: Option<String>,
+    pcap_path: Option<std::path::PathBuf>,
+    pcap_snap: u32,
+) -> PyResult<Bound<'py, PyDict>> {
     let sc = parse(text, format, seed)?;
+    if pcap.is_some() != pcap_path.is_some() {
+        return Err(ScenarioError::new_err("pcap: give both the capture spec and the file to write"));
+    }
     let t0 = Instant::now();
     let (result, interrupted) = py.detach(move || {
         let mut last_draw = Instant::now();
@@ -131,12 +152,16 @@ fn run<'py>(py: Python<'py>, text: &str, format: &str, seed: Option<u64>, progre
             }
             true
         };
-        let r = Sim::new(sc).map(|mut sim| {
+        let r = Sim::new(sc).and_then(|mut sim| {
+            if let (Some(spec), Some(path)) = (&pcap, &pcap_path) {
+                sim.capture(spec, path, pcap_snap)?;
+            }
             alloc::reset_peak();
             let built = alloc::current();
             let ending = sim.run(&mut tick);
             let mem = Memory { built, peak: alloc::peak() };
-            (fabricsim_run::results(&sim, ending), mem)
+            let captured = sim.finish_capture();
+            Ok((fabricsim_run::results(&sim, ending), mem, captured))
         });
         (r, interrupted)
     });
@@ -146,8 +171,13 @@ fn run<'py>(py: Python<'py>, text: &str, format: &str, seed: Option<u64>, progre
         }
         return Err(e);
     }
-    let (r, mem) = result.map_err(to_py)?;
+    let (r, mem, captured) = result.map_err(to_py)?;
     let wall = t0.elapsed().as_secs_f64();
+    let pcap_frames = match captured {
+        Some(Err(e)) => return Err(pyo3::exceptions::PyOSError::new_err(format!("writing the pcap file failed: {e}"))),
+        Some(Ok(n)) => Some(n),
+        None => None,
+    };
     if progress {
         let s = &r.summary;
         let p = Progress {
@@ -160,7 +190,9 @@ fn run<'py>(py: Python<'py>, text: &str, format: &str, seed: Option<u64>, progre
         draw(&p, wall, true);
     }
     debug_assert!(r.ending != Ending::Cancelled);
-    result_dict(py, &r, wall, mem)
+    let d = result_dict(py, &r, wall, mem)?;
+    d.set_item("pcap_frames", pcap_frames)?;
+    Ok(d)
 }
 
 /// Checks a scenario without running it; returns a short description.

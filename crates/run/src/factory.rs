@@ -249,7 +249,9 @@ pub fn endpoint_pair(spec: &TransportSpec, req: ConnInfo, resp: ConnInfo, ctx: &
                     probe_timeout: s.probe_timeout.unwrap_or(ctx.base_rtt.mul(4)),
                 },
                 cc: MrcCcConfig { init: ctx.bdp_bytes.max(mtu), max: (ctx.bdp_bytes * s.cwnd_max).max(mtu), md: s.md, mtu },
-                reo: s.reo.unwrap_or(Dur(ctx.base_rtt.ps() / 4).max(Dur::from_us(2))),
+                // Sprayed packets reorder by whole queueing delays: start RACK's window at
+                // one base RTT (still a few tens of microseconds to spot a dead path).
+                reo: s.reo.unwrap_or(ctx.base_rtt.max(Dur::from_us(2))),
                 min_rto: s.min_rto,
                 max_rto: s.max_rto,
             };

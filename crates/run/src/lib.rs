@@ -61,6 +61,18 @@ pub struct RunResult {
     pub port_names: Vec<String>,
     /// One row per collective.
     pub collectives: Table,
+    /// Per-path (entropy value) counters of multipath senders.
+    pub paths: Table,
+    /// Entropy-value state changes over time.
+    pub ev_states: Table,
+    /// Out-of-order degree histogram at receivers.
+    pub ooo: Table,
+    /// Delivered bytes per connection per sampling interval.
+    pub throughput: Table,
+    /// Faults that happened.
+    pub faults: Table,
+    /// One row per connection.
+    pub connections: Table,
     /// The summary (no wall-clock figures).
     pub summary: serde_json::Value,
     /// Why the run ended.
@@ -90,6 +102,12 @@ pub fn results(sim: &Sim, ending: Ending) -> RunResult {
         ports: sim.sampler.table(),
         port_names: (0..sim.fabric.ports.len() as u32).map(|p| sim.fabric.port_name(p)).collect(),
         collectives: metrics::collective_table(sim),
+        paths: metrics::path_table(sim),
+        ev_states: metrics::ev_state_table(sim),
+        ooo: metrics::ooo_table(sim).0,
+        throughput: metrics::throughput_table(sim),
+        faults: metrics::fault_table(sim),
+        connections: metrics::connection_table(sim),
         summary: metrics::summary(sim, ending),
         ending,
     }

@@ -4,6 +4,7 @@ use crate::results::{Column, Table};
 use crate::sim::{Ending, Sim};
 use fabricsim_engine::{Dur, Time};
 use fabricsim_fabric::{Fabric, PortStats};
+use fabricsim_transport::common::OooHistogram;
 use fabricsim_transport::EndpointStats;
 use serde_json::{json, Value};
 
@@ -232,6 +233,9 @@ pub fn summary(sim: &Sim, ending: Ending) -> Value {
     }
     let requester_cnps: u64 = sim.endpoint_stats().filter(|(_, r, _)| !r).map(|(s, _, _)| s.cnps).sum();
     let colls = collective_table(sim);
+    let (_, ooo) = ooo_table(sim);
+    let ooo = ooo.map_or(Value::Null, |h| json!({ "packets": h.total(), "p50": h.quantile(0.5), "p99": h.quantile(0.99), "p999": h.quantile(0.999), "max": h.max() }));
+    let paths = sim.path_stats();
     let sc = &sim.scenario;
     json!({
         "name": sc.name,
@@ -260,6 +264,10 @@ pub fn summary(sim: &Sim, ending: Ending) -> Value {
         "cnps": requester_cnps,
         "failed_connections": sim.failed_conns,
         "collectives": (0..colls.rows()).map(|i| collective_json(&colls, i)).collect::<Vec<_>>(),
+        "ooo_degree": ooo,
+        "paths_used": paths.len(),
+        "ev_retirements": sim.ev_log.iter().filter(|l| l.1.state == fabricsim_transport::common::EvState::Retired).count(),
+        "faults": sim.fault_log.iter().map(|f| json!({ "time_ns": f.time.as_ns(), "kind": f.kind, "target": f.target, "value": f.value })).collect::<Vec<_>>(),
         "peak_packets_in_flight": sim.fabric.pool.peak(),
         "packet_slot_bytes": fabricsim_fabric::Pool::slot_bytes(),
         "scenario": sc.document,
@@ -279,4 +287,91 @@ fn collective_json(t: &Table, i: usize) -> Value {
         o.insert(name.to_string(), v);
     }
     Value::Object(o)
+}
+
+/// Per-path (entropy value) counters of every multipath sender.
+pub fn path_table(sim: &Sim) -> Table {
+    let rows = sim.path_stats();
+    let multi_plane = sim.fabric.nics() > 1;
+    let mut t = Table::default();
+    t.push("connection", Column::U32(rows.iter().map(|r| r.0).collect()))
+        .push("qp", Column::U32(rows.iter().map(|r| r.1).collect()))
+        .push("ev", Column::U32(rows.iter().map(|r| r.2.ev).collect()))
+        .push("plane", Column::U32(rows.iter().map(|r| if multi_plane { r.2.ev & 7 } else { 0 }).collect()))
+        .push("packets", Column::U64(rows.iter().map(|r| r.2.packets).collect()))
+        .push("ecn_marks", Column::U64(rows.iter().map(|r| r.2.ecn_marks).collect()))
+        .push("trims", Column::U64(rows.iter().map(|r| r.2.trims).collect()))
+        .push("losses", Column::U64(rows.iter().map(|r| r.2.losses).collect()))
+        .push("retransmissions", Column::U64(rows.iter().map(|r| r.2.retransmissions).collect()));
+    t
+}
+
+/// Entropy-value state changes over time.
+pub fn ev_state_table(sim: &Sim) -> Table {
+    let log = &sim.ev_log;
+    let multi_plane = sim.fabric.nics() > 1;
+    let mut t = Table::default();
+    t.push("time_ns", Column::U64(log.iter().map(|l| l.1.time.as_ns()).collect()))
+        .push("connection", Column::U32(log.iter().map(|l| l.0).collect()))
+        .push("ev", Column::U32(log.iter().map(|l| l.1.ev).collect()))
+        .push("plane", Column::U32(log.iter().map(|l| if multi_plane { l.1.ev & 7 } else { 0 }).collect()))
+        .push("state", Column::Str(log.iter().map(|l| l.1.state.name().to_string()).collect()));
+    t
+}
+
+/// Out-of-order degrees of every multipath receiver, aggregated.
+pub fn ooo_table(sim: &Sim) -> (Table, Option<OooHistogram>) {
+    let mut all: Option<OooHistogram> = None;
+    for h in sim.ooo().into_iter().flatten() {
+        all.get_or_insert_with(Default::default).merge(&h);
+    }
+    let buckets: Vec<(u64, u64)> = all.as_ref().map_or(Vec::new(), |h| h.buckets().collect());
+    let mut t = Table::default();
+    t.push("degree", Column::U64(buckets.iter().map(|b| b.0).collect())).push("packets", Column::U64(buckets.iter().map(|b| b.1).collect()));
+    (t, all)
+}
+
+/// Delivered bytes per connection per sampling interval.
+pub fn throughput_table(sim: &Sim) -> Table {
+    let r = &sim.throughput;
+    let mut t = Table::default();
+    t.push("time_ns", Column::U64(r.time_ns.clone()))
+        .push("connection", Column::U32(r.connection.clone()))
+        .push("bytes", Column::U64(r.bytes.clone()))
+        .push("gbps", Column::F64(r.gbps.clone()));
+    t
+}
+
+/// The faults that happened.
+pub fn fault_table(sim: &Sim) -> Table {
+    let f = &sim.fault_log;
+    let mut t = Table::default();
+    t.push("time_ns", Column::U64(f.iter().map(|r| r.time.as_ns()).collect()))
+        .push("kind", Column::Str(f.iter().map(|r| r.kind.to_string()).collect()))
+        .push("target", Column::Str(f.iter().map(|r| r.target.clone()).collect()))
+        .push("value", Column::Str(f.iter().map(|r| r.value.clone()).collect()));
+    t
+}
+
+/// One row per connection: endpoints, size, out-of-order degrees.
+pub fn connection_table(sim: &Sim) -> Table {
+    let ooo = sim.ooo();
+    let n = sim.plan.conns.len();
+    let mut bytes = vec![0u64; n];
+    let mut messages = vec![0u32; n];
+    for m in &sim.plan.messages {
+        bytes[m.conn as usize] += m.size;
+        messages[m.conn as usize] += 1;
+    }
+    let mut t = Table::default();
+    t.push("connection", Column::U32((0..n as u32).collect()))
+        .push("src", Column::U32(sim.plan.conns.iter().map(|c| c.src).collect()))
+        .push("dst", Column::U32(sim.plan.conns.iter().map(|c| c.dst).collect()))
+        .push("workload", Column::U32(sim.plan.conns.iter().map(|c| c.workload).collect()))
+        .push("qps", Column::U32((0..n).map(|c| sim.qps_of(c)).collect()))
+        .push("messages", Column::U32(messages))
+        .push("bytes", Column::U64(bytes))
+        .push("ooo_max", Column::I64(ooo.iter().map(|h| h.as_ref().map_or(-1, |h| h.max() as i64)).collect()))
+        .push("ooo_p99", Column::I64(ooo.iter().map(|h| h.as_ref().map_or(-1, |h| h.quantile(0.99) as i64)).collect()));
+    t
 }

@@ -35,11 +35,87 @@ pub struct Scenario {
     pub workloads: Vec<WorkloadSpec>,
     /// Recording.
     pub output: OutputSpec,
+    /// Failures during the run, in scenario order.
+    pub faults: Vec<FaultSpec>,
+    /// With ECMP, how long after a topology change the tables are recomputed.
+    pub reroute_after: Option<Dur>,
     /// The document as given, echoed into the summary.
     pub document: serde_json::Value,
 }
 
 pub use crate::factory::{MprdmaSpec, MrcSpec, StellarSpec, TransportSpec, UdmpSpec};
+
+/// What a fault does.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FaultKind {
+    /// The cable goes down.
+    LinkDown,
+    /// The cable comes back.
+    LinkUp,
+    /// The cable goes down for `duty × period` every `period` until `until`.
+    LinkFlap {
+        /// One cycle.
+        period: Dur,
+        /// Fraction of a cycle spent down.
+        duty: f64,
+        /// When flapping stops (cable left up).
+        until: Option<Dur>,
+    },
+    /// Random loss on the cable.
+    LinkLoss(f64),
+    /// Loss of one entropy value's packets on the cable.
+    EvLoss {
+        /// The entropy value.
+        ev: u32,
+        /// Loss probability.
+        loss: f64,
+    },
+    /// The switch fails.
+    SwitchDown,
+    /// The switch comes back.
+    SwitchUp,
+    /// Extra delay.
+    Delay(Dur),
+    /// A new rate.
+    Rate(Rate),
+}
+
+/// What a fault applies to (validated against the fabric when the run is built).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FaultTarget {
+    /// A cable, named by one of its ports.
+    Link(String),
+    /// A switch.
+    Switch(String),
+}
+
+/// One `[[faults]]` entry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FaultSpec {
+    /// When.
+    pub at: Dur,
+    /// What.
+    pub kind: FaultKind,
+    /// Where.
+    pub target: FaultTarget,
+}
+
+impl FaultKind {
+    /// The scenario name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            FaultKind::LinkDown => "link_down",
+            FaultKind::LinkUp => "link_up",
+            FaultKind::LinkFlap { .. } => "link_flap",
+            FaultKind::LinkLoss(_) => "link_loss",
+            FaultKind::EvLoss { .. } => "ev_loss",
+            FaultKind::SwitchDown => "switch_down",
+            FaultKind::SwitchUp => "switch_up",
+            FaultKind::Delay(_) => "delay",
+            FaultKind::Rate(_) => "rate",
+        }
+    }
+}
 
 /// What the run records.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -92,7 +168,7 @@ impl Scenario {
         };
         let (topology, links, mtu, buffer) = parse_topology(topo)?;
         let empty = Value::Table(toml::Table::new());
-        let mut fabric = parse_fabric(top.raw("fabric").unwrap_or(&empty), buffer)?;
+        let (mut fabric, reroute_after) = parse_fabric(top.raw("fabric").unwrap_or(&empty), buffer)?;
         fabric.seed = seed;
         let transport = parse_transport(top.raw("transport").unwrap_or(&empty), links.host_link)?;
         let Some(w) = top.raw("workload") else {
@@ -100,13 +176,19 @@ impl Scenario {
         };
         let workloads = parse_workloads(w)?;
         let output = parse_output(top.raw("output").unwrap_or(&empty))?;
+        let faults = match top.raw("faults") {
+            None => Vec::new(),
+            Some(Value::Array(a)) => a.iter().enumerate().map(|(i, f)| parse_fault(i, f)).collect::<Result<_, _>>()?,
+            Some(_) => return Err(ScenarioError::new("faults", "expected an array of tables ([[faults]])")),
+        };
+
         top.finish(&schema::TOP.iter().collect::<Vec<_>>())?;
         let hosts = topology.hosts();
         if hosts == 0 {
             return Err(ScenarioError::new("topology", "the topology has no hosts"));
         }
         let document = serde_json::to_value(doc).unwrap_or(serde_json::Value::Null);
-        Ok(Scenario { name, seed, stop, topology, links, mtu, fabric, transport, workloads, output, document })
+        Ok(Scenario { name, seed, stop, topology, links, mtu, fabric, transport, workloads, output, faults, reroute_after, document })
     }
 }
 
@@ -155,7 +237,9 @@ fn parse_topology(v: &Value) -> Result<(TopologySpec, LinkParams, u32, u64), Sce
     Ok((spec, LinkParams { host_link, fabric_link, delay }, mtu, buffer))
 }
 
-fn parse_fabric(v: &Value, buffer: u64) -> Result<FabricConfig, ScenarioError> {
+/// The switches' behaviour, and how long after a topology change ECMP tables are
+/// recomputed (`None`: never).
+fn parse_fabric(v: &Value, buffer: u64) -> Result<(FabricConfig, Option<Dur>), ScenarioError> {
     let mut r = Reader::new("fabric", v)?;
     let mut cfg = FabricConfig { buffer, ..FabricConfig::default() };
     cfg.pfc = match r.raw("pfc") {
@@ -217,8 +301,14 @@ fn parse_fabric(v: &Value, buffer: u64) -> Result<FabricConfig, ScenarioError> {
     };
     cfg.drop_alpha = r.float("drop_alpha", 1.0, 1e-6, 64.0)?;
     cfg.link_loss = r.float("link_loss", 0.0, 0.0, 1.0)?;
+    let reroute_after = match r.raw("reroute_after") {
+        None => Some(Dur::from_ms(10)),
+        Some(Value::String(s)) if s == "none" => None,
+        Some(Value::String(s)) => Some(crate::units::parse_duration(s).map_err(|m| r.error("reroute_after", m))?),
+        Some(_) => return Err(r.error("reroute_after", "expected a duration such as \"10ms\" or \"none\"")),
+    };
     r.finish(&params_for("fabric", ""))?;
-    Ok(cfg)
+    Ok((cfg, reroute_after))
 }
 
 /// A schema entry naming a nested key (for unknown-key messages in sub-tables).
@@ -426,6 +516,63 @@ fn parse_workload(i: usize, v: &Value) -> Result<WorkloadSpec, ScenarioError> {
     };
     r.finish(&params_for("workload", &kind))?;
     Ok(WorkloadSpec { kind: kind_spec, start })
+}
+
+fn parse_fault(i: usize, v: &Value) -> Result<FaultSpec, ScenarioError> {
+    let mut r = Reader::new(format!("faults[{i}]"), v)?;
+    let at = r.duration("at")?.ok_or_else(|| r.error("at", "is required (a time such as \"200us\")"))?;
+    let kind = r.choice("kind", "", schema::FAULT_KINDS)?;
+    let link = match r.raw("link") {
+        None => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err(r.error("link", "expected a port name such as \"leaf[0].up[1]\"")),
+    };
+    let switch = match r.raw("switch") {
+        None => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err(r.error("switch", "expected a switch name such as \"spine[1]\"")),
+    };
+    let need_link = |r: &Reader<'_>| link.clone().map(FaultTarget::Link).ok_or_else(|| r.error("link", format!("is required for kind = \"{kind}\" (a port name such as \"leaf[0].up[1]\")")));
+    let need_switch = |r: &Reader<'_>| switch.clone().map(FaultTarget::Switch).ok_or_else(|| r.error("switch", format!("is required for kind = \"{kind}\" (a switch name such as \"spine[1]\")")));
+    let either = |r: &Reader<'_>| match (&link, &switch) {
+        (Some(l), None) => Ok(FaultTarget::Link(l.clone())),
+        (None, Some(s)) => Ok(FaultTarget::Switch(s.clone())),
+        _ => Err(r.error("link", format!("kind = \"{kind}\" needs exactly one of link or switch"))),
+    };
+    let loss = |r: &mut Reader<'_>| -> Result<f64, ScenarioError> {
+        if r.raw_peek("loss").is_none() {
+            return Err(r.error("loss", "is required (a probability between 0 and 1)"));
+        }
+        r.float("loss", 0.0, 0.0, 1.0)
+    };
+    let (kind_spec, target) = match kind.as_str() {
+        "link_down" => (FaultKind::LinkDown, need_link(&r)?),
+        "link_up" => (FaultKind::LinkUp, need_link(&r)?),
+        "link_flap" => {
+            let period = r.duration("period")?.filter(|d| *d > Dur::ZERO).ok_or_else(|| r.error("period", "is required for link_flap (a duration longer than 0)"))?;
+            let duty = r.float("duty", 0.5, 0.0, 1.0)?;
+            let until = r.duration("until")?;
+            (FaultKind::LinkFlap { period, duty, until }, need_link(&r)?)
+        }
+        "link_loss" => (FaultKind::LinkLoss(loss(&mut r)?), need_link(&r)?),
+        "ev_loss" => {
+            let ev = r.opt_int("ev", 0, u32::MAX as i64)?.ok_or_else(|| r.error("ev", "is required for ev_loss (an entropy value)"))? as u32;
+            (FaultKind::EvLoss { ev, loss: loss(&mut r)? }, need_link(&r)?)
+        }
+        "switch_down" => (FaultKind::SwitchDown, need_switch(&r)?),
+        "switch_up" => (FaultKind::SwitchUp, need_switch(&r)?),
+        "delay" => {
+            let d = r.duration("delay")?.ok_or_else(|| r.error("delay", "is required for kind = \"delay\" (a duration)"))?;
+            (FaultKind::Delay(d), either(&r)?)
+        }
+        "rate" => {
+            let rate = r.rate("rate")?.ok_or_else(|| r.error("rate", "is required for kind = \"rate\" (a rate such as \"40Gbps\")"))?;
+            (FaultKind::Rate(rate), either(&r)?)
+        }
+        _ => unreachable!("choice() only returns allowed kinds"),
+    };
+    r.finish(&schema::FAULTS.iter().collect::<Vec<_>>())?;
+    Ok(FaultSpec { at, kind: kind_spec, target })
 }
 
 fn parse_output(v: &Value) -> Result<OutputSpec, ScenarioError> {

@@ -90,6 +90,7 @@ pub const TOP: &[Param] = &[
     p("fabric", Ty::Table, "see [fabric]", "Switch behaviour: buffers, ECN, PFC, trimming, routing."),
     p("transport", Ty::Table, "kind = \"roce\"", "The protocol every connection uses."),
     p("workload", Ty::List, "", "One table or an array of tables of traffic."),
+    p("faults", Ty::List, "none", "Array of tables: failures and degradations during the run, each at a time."),
     p("output", Ty::Table, "see [output]", "What the run records."),
 ];
 
@@ -129,6 +130,7 @@ pub const FABRIC: &[Param] = &[
     c("routing", "ecmp", &["ecmp", "srv6"], "ecmp: switches hash the 5-tuple with a per-switch seed. srv6: the sender's entropy value picks the path, encoded as a uSID destination address (MRC section 2.3)."),
     p("drop_alpha", Ty::Float, "1.0", "Lossy admission: a port's data queue may hold at most drop_alpha x free buffer (dynamic threshold)."),
     p("link_loss", Ty::Float, "0.0", "Probability that a frame is lost on a link, on every link (random loss)."),
+    p("reroute_after", Ty::Duration, "10ms", "With ECMP: after a link or switch fails or recovers, the tables are recomputed around it this long later (a converged routing protocol); \"none\" keeps them static. SRv6 tables are always static."),
 ];
 
 const ROCE: &[Param] = &[
@@ -190,7 +192,7 @@ const MRC: &[Param] = &[
     p("probe_interval", Ty::Duration, "100us", "Probe period of a retired EV (+-25% jitter)."),
     p("probe_successes", Ty::Int, "5", "Consecutive answered probes that bring a retired EV back (to the backup set)."),
     p("probe_timeout", Ty::Duration, "auto", "An unanswered probe failed after this; auto = 4 x base RTT. A failure doubles the EV's probe interval (up to 10ms)."),
-    p("reo", Ty::Duration, "auto", "RACK reordering window: a packet sent this long before an acknowledged one is lost; auto = max(2us, base RTT / 4)."),
+    p("reo", Ty::Duration, "auto", "Initial RACK reordering window: a packet sent this long before an acknowledged one is lost; it doubles on each spurious retransmission (RFC 8985) up to the smoothed RTT; auto = the base RTT."),
     p("min_rto", Ty::Duration, "50us", "Smallest retransmission timeout."),
     p("max_rto", Ty::Duration, "1ms", "Largest retransmission timeout."),
     p("md", Ty::Float, "0.5", "Window cut on a trim NACK (at most once per RTT)."),
@@ -241,6 +243,24 @@ const W_ALL_REDUCE: &[Param] = &[
     p("hosts", Ty::Hosts, "all", "Ring members, in ring order."),
 ];
 
+/// Fault kinds.
+pub const FAULT_KINDS: &[&str] = &["link_down", "link_up", "link_flap", "link_loss", "ev_loss", "switch_down", "switch_up", "delay", "rate"];
+
+/// `[[faults]]` keys.
+pub const FAULTS: &[Param] = &[
+    p("at", Ty::Duration, "", "When the fault happens."),
+    c("kind", "", FAULT_KINDS, "What happens: a cable goes down / up / flaps; random loss on a cable, or only for packets of one entropy value; a switch goes down / up (all its cables); extra delay or a new rate on a cable or a switch's egress ports."),
+    p("link", Ty::Str, "", "The cable, named by either end's port, e.g. \"t0[3].up[5]\" or \"host[2].nic[0]\" (both directions are affected). For link_*, ev_loss, and delay/rate on a cable."),
+    p("switch", Ty::Str, "", "The switch, e.g. \"t1[2]\" or \"core[0]\". For switch_down, switch_up, and delay/rate on all its egress ports."),
+    p("loss", Ty::Float, "", "link_loss, ev_loss: loss probability (0 restores)."),
+    p("ev", Ty::Int, "", "ev_loss: the 32-bit entropy value whose packets are lost (UDP source port in the low 16 bits)."),
+    p("period", Ty::Duration, "", "link_flap: one down-and-up cycle."),
+    p("duty", Ty::Float, "0.5", "link_flap: fraction of each period the cable is down."),
+    p("until", Ty::Duration, "none", "link_flap: stop flapping (cable up) at this time."),
+    p("delay", Ty::Duration, "", "delay: extra one-way delay (0us restores), e.g. UDMP's 1us -> 1ms anomaly."),
+    p("rate", Ty::Rate, "", "rate: the new link rate, e.g. UDMP's 100 -> 40 Gb/s degradation."),
+];
+
 /// `[output]` keys.
 pub const OUTPUT: &[Param] = &[
     p("sample_interval", Ty::Duration, "10us", "Port time-series period; \"0us\" turns sampling off."),
@@ -269,6 +289,7 @@ pub const CATALOG: &[Section] = &[
     Section { section: "workload", kind: Some("incast"), doc: "N senders to one receiver.", params: W_INCAST },
     Section { section: "workload", kind: Some("all_to_all"), doc: "Every host to every other.", params: W_ALL_TO_ALL },
     Section { section: "workload", kind: Some("all_reduce"), doc: "Ring all-reduce in 2(N-1) dependent steps.", params: W_ALL_REDUCE },
+    Section { section: "faults", kind: None, doc: "One [[faults]] entry; hosts, switches and ports are named as in the output (see README).", params: FAULTS },
     Section { section: "output", kind: None, doc: "Recording.", params: OUTPUT },
 ];
 

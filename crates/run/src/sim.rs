@@ -18,10 +18,12 @@
 use crate::factory;
 use crate::ideal::ideal_fct;
 use crate::metrics::Sampler;
-use crate::scenario::Scenario;
+use crate::scenario::{FaultKind, FaultTarget, Scenario};
 use crate::ScenarioError;
 use fabricsim_engine::{Dur, EventQueue, Rng, Time};
 use fabricsim_fabric::{Fabric, FabricEvent, FabricOutput};
+use fabricsim_fabric::PortId;
+use fabricsim_transport::common::PathLog;
 use fabricsim_transport::{AnyEndpoint, AppEvent, ConnInfo, Endpoint, EndpointStats, Message, Poll};
 use fabricsim_wire::TrafficClass;
 use fabricsim_workload::Plan;
@@ -40,6 +42,10 @@ pub enum Event {
     Start(u32),
     /// Sample the ports.
     Sample,
+    /// Fault number `n` happens (or a flapping cable toggles).
+    Fault(u32),
+    /// ECMP tables are recomputed around failed links.
+    Reroute,
 }
 
 impl From<FabricEvent> for Event {
@@ -120,6 +126,42 @@ pub struct MsgState {
     pub ideal: Dur,
 }
 
+/// Checks every fault's target against the fabric.
+fn resolve_faults(sc: &Scenario, fabric: &Fabric) -> Result<Vec<Fault>, ScenarioError> {
+    sc.faults
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let (port, node, target) = match &f.target {
+                FaultTarget::Link(name) => {
+                    let p = fabric.port_by_name(name).ok_or_else(|| {
+                        ScenarioError::new(&format!("faults[{i}].link"), format!("no port \"{name}\" in this topology (names look like {})", example_names(fabric)))
+                    })?;
+                    (Some(p), None, name.clone())
+                }
+                FaultTarget::Switch(name) => {
+                    let n = fabric.node_by_name(name).filter(|&n| fabric.nodes[n as usize].kind == fabricsim_fabric::NodeKind::Switch).ok_or_else(|| {
+                        ScenarioError::new(&format!("faults[{i}].switch"), format!("no switch \"{name}\" in this topology (for example {})", fabric.nodes[fabric.hosts() as usize].name))
+                    })?;
+                    (None, Some(n), name.clone())
+                }
+            };
+            Ok(Fault { kind: f.kind.clone(), port, node, target, flap_down: false })
+        })
+        .collect()
+}
+
+fn example_names(fabric: &Fabric) -> String {
+    let leaf_up = fabric.nodes.iter().position(|n| n.kind == fabricsim_fabric::NodeKind::Switch).and_then(|n| {
+        fabric.nodes[n].ports().map(|p| fabric.port_name(p)).find(|name| name.contains(".up["))
+    });
+    let host = fabric.port_name(fabric.nic_port(0, 0));
+    match leaf_up {
+        Some(l) => format!("\"{l}\" or \"{host}\""),
+        None => format!("\"{host}\""),
+    }
+}
+
 /// The unloaded round trip of a connection (a full data frame out, an ACK back along
 /// the same links) and the bytes that fill its ports for that long.
 fn path_context(fabric: &Fabric, sc: &Scenario, src: u32, dst: u32, nic: u8, ports: u8) -> factory::PathContext {
@@ -130,6 +172,45 @@ fn path_context(fabric: &Fabric, sc: &Scenario, src: u32, dst: u32, nic: u8, por
     });
     let rate = sc.links.host_link.bps() as f64 * ports as f64;
     factory::PathContext { base_rtt, bdp_bytes: rate / 8.0 * base_rtt.as_secs_f64() }
+}
+
+/// A fault resolved against the fabric.
+#[derive(Clone, Debug)]
+struct Fault {
+    kind: FaultKind,
+    /// The cable (one of its ports), for link faults.
+    port: Option<PortId>,
+    /// The switch, for switch faults.
+    node: Option<u32>,
+    target: String,
+    /// A flapping cable is currently down.
+    flap_down: bool,
+}
+
+/// One entry of the fault log.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FaultRecord {
+    /// When it happened.
+    pub time: Time,
+    /// Kind (`link_down`, ...).
+    pub kind: &'static str,
+    /// The link or switch name.
+    pub target: String,
+    /// Its value (loss, delay, rate), if any.
+    pub value: String,
+}
+
+/// Traffic each connection delivered per sampling interval.
+#[derive(Clone, Debug, Default)]
+pub struct ThroughputRows {
+    /// Interval end.
+    pub time_ns: Vec<u64>,
+    /// Connection.
+    pub connection: Vec<u32>,
+    /// Payload bytes placed at the receiver during the interval.
+    pub bytes: Vec<u64>,
+    /// The same as a rate.
+    pub gbps: Vec<f64>,
 }
 
 /// A scenario wired up and ready to run.
@@ -158,6 +239,26 @@ pub struct Sim {
     pub failed_conns: u64,
     /// When the run ended.
     end: Option<Time>,
+    faults: Vec<Fault>,
+    /// What happened, when.
+    pub fault_log: Vec<FaultRecord>,
+    /// Endpoints per host.
+    host_eps: Vec<Vec<u32>>,
+    /// Entropy-value state changes: `(connection, change)`.
+    pub ev_log: Vec<(u32, PathLog)>,
+    /// Per-connection delivery sampled over time.
+    pub throughput: ThroughputRows,
+    conn_bytes: Vec<u64>,
+    last_sample: Time,
+    pcap: Option<Pcap>,
+}
+
+/// A pcap capture being written.
+struct Pcap {
+    writer: fabricsim_wire::PcapWriter<std::io::BufWriter<std::fs::File>>,
+    encode: fabricsim_wire::EncodeConfig,
+    error: Option<std::io::Error>,
+    frames: u64,
 }
 
 impl Sim {
@@ -237,6 +338,12 @@ impl Sim {
                 fill[d as usize] += 1;
             }
         }
+        let faults = resolve_faults(&scenario, &fabric)?;
+        let mut host_eps = vec![Vec::new(); fabric.hosts() as usize];
+        for (i, m) in meta.iter().enumerate() {
+            host_eps[m.host as usize].push(i as u32);
+        }
+        let nconns = conns.len();
         let nics = vec![NicQueues::default(); (fabric.hosts() * nics_per_host) as usize];
         let sampler = Sampler::new(&fabric, scenario.output.sample_interval);
         let mut sim = Sim {
@@ -256,7 +363,18 @@ impl Sim {
             misdelivered: 0,
             failed_conns: 0,
             end: None,
+            faults,
+            fault_log: Vec::new(),
+            host_eps,
+            ev_log: Vec::new(),
+            throughput: ThroughputRows::default(),
+            conn_bytes: vec![0; nconns],
+            last_sample: Time::ZERO,
+            pcap: None,
         };
+        for (i, f) in sim.scenario.faults.iter().enumerate() {
+            sim.q.push(Time::ZERO + f.at, Event::Fault(i as u32));
+        }
         for (i, m) in sim.plan.messages.iter().enumerate() {
             if m.deps.is_empty() {
                 sim.q.push(Time::ZERO + m.start, Event::Start(i as u32));
@@ -313,15 +431,20 @@ impl Sim {
             if now > stop {
                 // The event belongs after the end; nothing of it happens.
                 self.end = Some(stop);
-                self.sampler.sample(stop, &mut self.fabric);
+                self.sample(stop);
                 return Ending::StopTime;
             }
             match ev {
-                Event::Fabric(fe) => match self.fabric.handle(now, fe, &mut self.q) {
-                    Some(FabricOutput::Deliver { slot, .. }) => self.deliver(now, slot),
-                    Some(FabricOutput::NicReady { host, nic }) => self.serve(now, host, nic),
-                    None => {}
-                },
+                Event::Fabric(fe) => {
+                    match self.fabric.handle(now, fe, &mut self.q) {
+                        Some(FabricOutput::Deliver { slot, .. }) => self.deliver(now, slot),
+                        Some(FabricOutput::NicReady { host, nic }) => self.serve(now, host, nic),
+                        None => {}
+                    }
+                    if !self.fabric.captured.is_empty() {
+                        self.flush_capture();
+                    }
+                }
                 Event::Timer(ep) => self.timer(now, ep),
                 Event::Wake(ep) => {
                     if self.meta[ep as usize].wake_at == now {
@@ -331,15 +454,17 @@ impl Sim {
                 }
                 Event::Start(m) => self.start(now, m),
                 Event::Sample => {
-                    self.sampler.sample(now, &mut self.fabric);
+                    self.sample(now);
                     if !self.q.is_empty() {
                         self.q.push(now + self.scenario.output.sample_interval, Event::Sample);
                     }
                 }
+                Event::Fault(i) => self.apply_fault(now, i as usize),
+                Event::Reroute => self.fabric.reroute(),
             }
             if self.received == self.msgs.len() {
                 self.end = Some(now);
-                self.sampler.sample(now, &mut self.fabric);
+                self.sample(now);
                 return Ending::AllFinished;
             }
             if self.q.popped() & 0xFFFF == 0 && !progress(&self.progress()) {
@@ -347,6 +472,217 @@ impl Sim {
                 return Ending::Cancelled;
             }
         }
+    }
+
+    /// Records the interval ending at `now`: port counters, each connection's
+    /// delivered bytes, entropy-value state changes.
+    fn sample(&mut self, now: Time) {
+        self.sampler.sample(now, &mut self.fabric);
+        for (i, ep) in self.eps.iter_mut().enumerate() {
+            let mut log = Vec::new();
+            ep.drain_path_log(&mut log);
+            let conn = self.meta[i].conn;
+            self.ev_log.extend(log.into_iter().map(|l| (conn, l)));
+        }
+        if !self.sampler.enabled() || now <= self.last_sample {
+            return;
+        }
+        let dt = now.since(self.last_sample).as_secs_f64();
+        for (c, conn) in self.conns.iter().enumerate() {
+            let placed: u64 = (0..conn.qps).map(|i| self.eps[(conn.first_ep + 2 * i + 1) as usize].stats().bytes_placed).sum();
+            let delta = placed - self.conn_bytes[c];
+            if delta > 0 {
+                self.throughput.time_ns.push(now.as_ns());
+                self.throughput.connection.push(c as u32);
+                self.throughput.bytes.push(delta);
+                self.throughput.gbps.push(delta as f64 * 8.0 / dt / 1e9);
+                self.conn_bytes[c] = placed;
+            }
+        }
+        self.last_sample = now;
+    }
+
+    fn apply_fault(&mut self, now: Time, i: usize) {
+        let f = self.faults[i].clone();
+        let value = match &f.kind {
+            FaultKind::LinkDown => self.cable_up(now, f.port.expect("link fault"), false),
+            FaultKind::LinkUp => self.cable_up(now, f.port.expect("link fault"), true),
+            FaultKind::LinkFlap { period, duty, until } => {
+                let p = f.port.expect("link fault");
+                let over = until.is_some_and(|u| now >= Time::ZERO + u);
+                let down = !f.flap_down && !over;
+                self.faults[i].flap_down = down;
+                self.cable_up(now, p, !down);
+                if !over {
+                    let phase = if down { period.ps() as f64 * duty } else { period.ps() as f64 * (1.0 - duty) };
+                    self.q.push(now + Dur(phase.max(1.0) as u64), Event::Fault(i as u32));
+                }
+                String::from(if down { "down" } else { "up" })
+            }
+            FaultKind::LinkLoss(loss) => {
+                self.fabric.set_cable_loss(f.port.expect("link fault"), *loss);
+                loss.to_string()
+            }
+            FaultKind::EvLoss { ev, loss } => {
+                self.fabric.set_cable_ev_loss(f.port.expect("link fault"), (*loss > 0.0).then_some((*ev, *loss)));
+                format!("ev {ev}: {loss}")
+            }
+            FaultKind::SwitchDown | FaultKind::SwitchUp => {
+                let up = f.kind == FaultKind::SwitchUp;
+                let n = f.node.expect("switch fault");
+                let ports = self.fabric.ports_of(n).to_vec();
+                self.fabric.set_switch_up(n, up, now);
+                for p in ports {
+                    self.notify_hosts(now, p, up);
+                }
+                self.schedule_reroute(now);
+                String::new()
+            }
+            FaultKind::Delay(d) => {
+                match (f.port, f.node) {
+                    (Some(p), _) => self.fabric.set_cable_delay(p, *d),
+                    (_, Some(n)) => {
+                        for p in self.fabric.ports_of(n).to_vec() {
+                            self.fabric.set_port_delay(p, *d);
+                        }
+                    }
+                    _ => unreachable!("resolved faults have a target"),
+                }
+                d.to_string()
+            }
+            FaultKind::Rate(r) => {
+                match (f.port, f.node) {
+                    (Some(p), _) => self.fabric.set_cable_rate(p, *r),
+                    (_, Some(n)) => {
+                        for p in self.fabric.ports_of(n).to_vec() {
+                            self.fabric.set_port_rate(p, *r);
+                        }
+                    }
+                    _ => unreachable!("resolved faults have a target"),
+                }
+                r.to_string()
+            }
+        };
+        self.fault_log.push(FaultRecord { time: now, kind: f.kind.name(), target: f.target, value });
+    }
+
+    /// Takes a cable down or up, tells the hosts at its ends, and has ECMP reroute.
+    fn cable_up(&mut self, now: Time, p: PortId, up: bool) -> String {
+        self.fabric.set_cable_up(p, up, now);
+        self.notify_hosts(now, p, up);
+        self.schedule_reroute(now);
+        String::from(if up { "up" } else { "down" })
+    }
+
+    fn schedule_reroute(&mut self, now: Time) {
+        if self.scenario.fabric.routing == fabricsim_fabric::Routing::Ecmp {
+            if let Some(d) = self.scenario.reroute_after {
+                self.q.push(now + d, Event::Reroute);
+            }
+        }
+    }
+
+    /// A host NIC port at an end of the cable at `p` changed state: its endpoints hear.
+    fn notify_hosts(&mut self, now: Time, p: PortId, up: bool) {
+        for (host, nic) in self.fabric.hosts_on_cable(p) {
+            for k in 0..self.host_eps[host as usize].len() {
+                let ep = self.host_eps[host as usize][k];
+                let m = self.meta[ep as usize];
+                if nic >= m.first_port && nic < m.first_port + m.ports {
+                    self.eps[ep as usize].on_port_state(now, nic, up);
+                    self.after_input(now, ep);
+                    self.ready(now, ep);
+                }
+            }
+        }
+    }
+
+    /// Captures the frames crossing the cables named in `spec` (comma-separated port,
+    /// host or switch names; a node means all its cables) into a pcap file at `path`.
+    /// Payloads are cut to `snap` bytes in the file (headers are always whole).
+    pub fn capture(&mut self, spec: &str, path: &std::path::Path, snap: u32) -> Result<(), ScenarioError> {
+        let mut ports = Vec::new();
+        for name in spec.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            if let Some(p) = self.fabric.port_by_name(name) {
+                ports.push(p);
+            } else if let Some(n) = self.fabric.node_by_name(name) {
+                ports.extend_from_slice(self.fabric.ports_of(n));
+            } else {
+                return Err(ScenarioError::new("pcap", format!("no port or node \"{name}\" in this topology (names look like {}, or a node such as \"host[0]\")", example_names(&self.fabric))));
+            }
+        }
+        if ports.is_empty() {
+            return Err(ScenarioError::new("pcap", "name at least one port or node to capture"));
+        }
+        let file = std::fs::File::create(path).map_err(|e| ScenarioError::new("pcap", format!("cannot create {}: {e}", path.display())))?;
+        let writer = fabricsim_wire::PcapWriter::new(std::io::BufWriter::new(file), 65_535).map_err(|e| ScenarioError::new("pcap", e.to_string()))?;
+        for p in ports {
+            self.fabric.tap_cable(p);
+        }
+        let encode = fabricsim_wire::EncodeConfig { payload_snaplen: Some(snap), ..Default::default() };
+        self.pcap = Some(Pcap { writer, encode, error: None, frames: 0 });
+        Ok(())
+    }
+
+    /// Writes frames captured since the last call.
+    fn flush_capture(&mut self) {
+        let Some(pcap) = &mut self.pcap else { return };
+        for (t, _, pkt) in self.fabric.captured.drain(..) {
+            if pcap.error.is_none() {
+                match pcap.writer.write_sim_packet(t.ps(), &pkt, &pcap.encode) {
+                    Ok(()) => pcap.frames += 1,
+                    Err(e) => pcap.error = Some(e),
+                }
+            }
+        }
+    }
+
+    /// Finishes the capture: frames written, or the first write error.
+    pub fn finish_capture(&mut self) -> Option<Result<u64, String>> {
+        self.flush_capture();
+        let mut pcap = self.pcap.take()?;
+        if let Err(e) = pcap.writer.flush() {
+            pcap.error.get_or_insert(e);
+        }
+        Some(match pcap.error {
+            Some(e) => Err(e.to_string()),
+            None => Ok(pcap.frames),
+        })
+    }
+
+    /// Per-path counters of every sender: `(connection, qp, counters)`.
+    pub fn path_stats(&self) -> Vec<(u32, u32, fabricsim_transport::common::PathStats)> {
+        let mut out = Vec::new();
+        for (c, conn) in self.conns.iter().enumerate() {
+            for q in 0..conn.qps {
+                for s in self.eps[(conn.first_ep + 2 * q) as usize].path_stats() {
+                    out.push((c as u32, q, s));
+                }
+            }
+        }
+        out
+    }
+
+    /// Out-of-order degrees per connection (merged over its QPs), for multipath
+    /// receivers.
+    pub fn ooo(&self) -> Vec<Option<fabricsim_transport::common::OooHistogram>> {
+        self.conns
+            .iter()
+            .map(|conn| {
+                let mut h: Option<fabricsim_transport::common::OooHistogram> = None;
+                for q in 0..conn.qps {
+                    if let Some(o) = self.eps[(conn.first_ep + 2 * q + 1) as usize].ooo() {
+                        h.get_or_insert_with(Default::default).merge(o);
+                    }
+                }
+                h
+            })
+            .collect()
+    }
+
+    /// Number of QPs of connection `c`.
+    pub fn qps_of(&self, c: usize) -> u32 {
+        self.conns[c].qps
     }
 
     fn deliver(&mut self, now: Time, slot: u32) {
