@@ -29,10 +29,13 @@ def test_the_two_commands_and_the_benchmark_are_documented():
 def test_every_output_column_is_documented(tmp_path):
     import fabricsim
 
+    from fabricsim.results import TABLES
+
     r = fabricsim.run(fabricsim.default_scenario())
     text = README.read_text()
-    for table in (r.flows, r.ports, r.collectives):
-        for col in table.columns:
-            assert f"`{col}`" in text, f"column {col} is not documented in the README"
+    for name in TABLES:
+        assert f"`{name}.parquet`" in text, f"table {name} is not documented in the README"
+        for col in getattr(r, name).columns:
+            assert f"`{col}`" in text, f"column {col} of {name} is not documented in the README"
     for key in r.summary:
         assert f"`{key}`" in text, f"summary key {key} is not documented in the README"

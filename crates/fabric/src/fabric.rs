@@ -30,7 +30,6 @@ use crate::topology::{usid, usid_role, LinkParams, Node, NodeId, NodeKind, Topol
 use fabricsim_engine::{EventQueue, Rng, Time};
 use fabricsim_wire::{Ecn, NetHdr, Packet, TrafficClass};
 
-
 /// The SRv6 locator block of every fabric (`fcbb:bb00::/32`).
 pub const SRV6_LOCATOR: u32 = 0xfcbb_bb00;
 const LOCATOR_MASK: u128 = (u32::MAX as u128) << 96;
@@ -128,7 +127,12 @@ const DATA: usize = TrafficClass::Data as usize;
 impl Fabric {
     /// Builds the fabric described by `spec` with `links` and switch behaviour `cfg`.
     /// `max_frame` is the largest frame any transport will send (for PFC headroom).
-    pub fn new(spec: &TopologySpec, links: &LinkParams, cfg: FabricConfig, max_frame: u64) -> Result<Fabric, TopologyError> {
+    pub fn new(
+        spec: &TopologySpec,
+        links: &LinkParams,
+        cfg: FabricConfig,
+        max_frame: u64,
+    ) -> Result<Fabric, TopologyError> {
         let plan = spec.plan(links)?;
         let mut nodes = plan.nodes;
         let mut ports: Vec<Port> = Vec::with_capacity(plan.cables.len() * 2);
@@ -249,7 +253,14 @@ impl Fabric {
     /// ([`nic_can_send`](Self::nic_can_send)); a `NicReady` output follows when the
     /// frame has left. In an SRv6 fabric the destination address is derived here from
     /// the packet's entropy value, as the NIC does in MRC.
-    pub fn nic_send<E: From<FabricEvent> + Copy>(&mut self, now: Time, host: u32, nic: u8, mut pkt: Packet, q: &mut EventQueue<E>) {
+    pub fn nic_send<E: From<FabricEvent> + Copy>(
+        &mut self,
+        now: Time,
+        host: u32,
+        nic: u8,
+        mut pkt: Packet,
+        q: &mut EventQueue<E>,
+    ) {
         let p = self.nic_port(host, nic);
         debug_assert!(!self.ports[p as usize].busy(now), "NIC port sent on while busy");
         pkt.net.src_port = nic;
@@ -279,7 +290,12 @@ impl Fabric {
 
     /// Handles one fabric event.
     #[inline]
-    pub fn handle<E: From<FabricEvent> + Copy>(&mut self, now: Time, ev: FabricEvent, q: &mut EventQueue<E>) -> Option<FabricOutput> {
+    pub fn handle<E: From<FabricEvent> + Copy>(
+        &mut self,
+        now: Time,
+        ev: FabricEvent,
+        q: &mut EventQueue<E>,
+    ) -> Option<FabricOutput> {
         match ev {
             FabricEvent::TxDone(p) => {
                 let port = &mut self.ports[p as usize];
@@ -366,7 +382,15 @@ impl Fabric {
     /// Returns a departing frame's bytes to its switch's buffer and, if its ingress
     /// port drained below XON, resumes the upstream sender.
     #[inline]
-    fn release_buffer<E: From<FabricEvent> + Copy>(&mut self, node: NodeId, in_port: PortId, c: usize, wire: u64, now: Time, q: &mut EventQueue<E>) {
+    fn release_buffer<E: From<FabricEvent> + Copy>(
+        &mut self,
+        node: NodeId,
+        in_port: PortId,
+        c: usize,
+        wire: u64,
+        now: Time,
+        q: &mut EventQueue<E>,
+    ) {
         self.nodes[node as usize].used -= wire;
         let ingress = &mut self.ports[in_port as usize];
         ingress.ingress[c] -= wire;
@@ -391,7 +415,14 @@ impl Fabric {
     }
 
     /// Sends a PAUSE/RESUME for `class` upstream through ingress port `in_port`.
-    fn send_pfc<E: From<FabricEvent> + Copy>(&mut self, in_port: PortId, class: usize, pause: bool, now: Time, q: &mut EventQueue<E>) {
+    fn send_pfc<E: From<FabricEvent> + Copy>(
+        &mut self,
+        in_port: PortId,
+        class: usize,
+        pause: bool,
+        now: Time,
+        q: &mut EventQueue<E>,
+    ) {
         let port = &mut self.ports[in_port as usize];
         if pause {
             port.stats.pauses_sent += 1;
@@ -407,7 +438,14 @@ impl Fabric {
     /// Puts the frame in `slot` (`wire` bytes) on port `p`'s link (the transmitter
     /// must be free).
     #[inline]
-    fn transmit<E: From<FabricEvent> + Copy>(&mut self, p: PortId, slot: u32, wire: u32, now: Time, q: &mut EventQueue<E>) {
+    fn transmit<E: From<FabricEvent> + Copy>(
+        &mut self,
+        p: PortId,
+        slot: u32,
+        wire: u32,
+        now: Time,
+        q: &mut EventQueue<E>,
+    ) {
         let peer_up = self.ports[self.ports[p as usize].peer as usize].up;
         let port = &mut self.ports[p as usize];
         if port.tap {
@@ -444,7 +482,12 @@ impl Fabric {
 
     /// The frame at the head of port `p`'s wire has arrived at the peer.
     #[inline]
-    fn arrive<E: From<FabricEvent> + Copy>(&mut self, p: PortId, now: Time, q: &mut EventQueue<E>) -> Option<FabricOutput> {
+    fn arrive<E: From<FabricEvent> + Copy>(
+        &mut self,
+        p: PortId,
+        now: Time,
+        q: &mut EventQueue<E>,
+    ) -> Option<FabricOutput> {
         let port = &mut self.ports[p as usize];
         let (_, slot) = port.wire.pop_front().expect("arrival on an empty wire");
         port.arrive_pending = false;
@@ -472,7 +515,14 @@ impl Fabric {
 
     /// A frame entered switch `node` through `in_port`: route, admit, enqueue.
     #[inline]
-    fn forward<E: From<FabricEvent> + Copy>(&mut self, node: NodeId, in_port: PortId, slot: u32, now: Time, q: &mut EventQueue<E>) {
+    fn forward<E: From<FabricEvent> + Copy>(
+        &mut self,
+        node: NodeId,
+        in_port: PortId,
+        slot: u32,
+        now: Time,
+        q: &mut EventQueue<E>,
+    ) {
         let Some(e) = self.route(node, slot) else {
             self.totals.route_drops += 1;
             self.ports[in_port as usize].stats.drops += 1;
@@ -559,10 +609,10 @@ impl Fabric {
     /// The path is chosen algorithmically (MRC section 2.3): walking up from the
     /// source leaf, at each switch with several equal-cost next hops the EV's next
     /// mixed-radix digit picks one (for a multi-plane Clos this is "the T0 uplink
-    /// number copied into the T1 uSID"). In a multi-plane fabric the EV's low 3 bits
-    /// name its plane (the NIC port it leaves from) and the digits start above them;
-    /// in a single-plane fabric every bit selects the path. `None` if `dst` is
-    /// unreachable in that plane.
+    /// number copied into the T1 uSID"). The digits come from the EV's low bits, so
+    /// EVs `0..n` select distinct paths while `n` does not exceed the path count; the
+    /// plane is the NIC port the packet leaves from. `None` if `dst` is unreachable in
+    /// that plane.
     pub fn srv6_address(&self, src: u32, dst: u32, nic: u8, ev: u32) -> Option<u128> {
         let dst_leaf = self.leaf_of(dst, nic);
         let mut cur = self.leaf_of(src, nic);
@@ -570,7 +620,7 @@ impl Fabric {
         let mut usids = [0u16; 6];
         usids[0] = self.nodes[cur as usize].usid;
         let mut n = 1;
-        let mut digits = if self.nics > 1 { ev >> 3 } else { ev };
+        let mut digits = ev;
         while cur != dst_leaf {
             let hops = self.routes.next_hops(cur, plane, dst);
             if hops.is_empty() || n >= 5 {

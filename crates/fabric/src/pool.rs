@@ -109,9 +109,8 @@ mod tests {
     #[test]
     fn slots_survive_growth_across_chunks() {
         let mut pool = Pool::default();
-        let ids: Vec<u32> = (0..3 * CHUNK as u32 + 5)
-            .map(|k| pool.alloc(Packet { payload: k, ..Default::default() }))
-            .collect();
+        let ids: Vec<u32> =
+            (0..3 * CHUNK as u32 + 5).map(|k| pool.alloc(Packet { payload: k, ..Default::default() })).collect();
         for (k, &i) in ids.iter().enumerate() {
             assert_eq!(pool.get(i).payload, k as u32);
         }

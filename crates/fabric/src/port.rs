@@ -1,8 +1,8 @@
 //! Egress ports: class queues, the transmitter, the link it drives, counters.
 
-use std::collections::VecDeque;
 use fabricsim_engine::{Dur, Rate, Rng, Time};
 use fabricsim_wire::TrafficClass;
+use std::collections::VecDeque;
 
 /// Index of a port in its fabric.
 pub type PortId = u32;

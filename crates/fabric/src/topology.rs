@@ -171,7 +171,9 @@ impl TopologySpec {
     pub fn hosts(&self) -> u64 {
         match *self {
             TopologySpec::LeafSpine { leaves, hosts_per_leaf, .. } => leaves as u64 * hosts_per_leaf as u64,
-            TopologySpec::FatTree { k, pods, hosts_per_edge, .. } => pods as u64 * (k / 2) as u64 * hosts_per_edge as u64,
+            TopologySpec::FatTree { k, pods, hosts_per_edge, .. } => {
+                pods as u64 * (k / 2) as u64 * hosts_per_edge as u64
+            }
             TopologySpec::MultiPlane { groups, hosts_per_group, .. } => groups as u64 * hosts_per_group as u64,
         }
     }

@@ -19,7 +19,12 @@ use std::time::{Duration, Instant};
 #[global_allocator]
 static ALLOC: alloc::Counting = alloc::Counting;
 
-create_exception!(_core, ScenarioError, pyo3::exceptions::PyValueError, "A scenario that cannot be run; the message names the key and the allowed values.");
+create_exception!(
+    _core,
+    ScenarioError,
+    pyo3::exceptions::PyValueError,
+    "A scenario that cannot be run; the message names the key and the allowed values."
+);
 
 /// Converts core errors to `ScenarioError` in one place (tokenizers' `ToPyResult`).
 fn to_py(e: CoreError) -> PyErr {
@@ -30,7 +35,9 @@ fn parse(text: &str, format: &str, seed: Option<u64>) -> PyResult<Scenario> {
     let sc = match format {
         "toml" => Scenario::from_toml(text),
         "json" => Scenario::from_json(text),
-        other => return Err(ScenarioError::new_err(format!("format: unknown value \"{other}\" (allowed: toml, json)"))),
+        other => {
+            return Err(ScenarioError::new_err(format!("format: unknown value \"{other}\" (allowed: toml, json)")))
+        }
     }
     .map_err(to_py)?;
     Ok(match seed {

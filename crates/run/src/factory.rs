@@ -108,6 +108,8 @@ pub struct MrcSpec {
     pub ecn_penalty: u8,
     /// Skips per trim NACK.
     pub trim_penalty: u8,
+    /// Penalty at which an EV is swapped for a backup (0: never).
+    pub ecn_swap: u8,
     /// Probe period.
     pub probe_interval: Dur,
     /// Answers that resurrect an EV.
@@ -170,14 +172,27 @@ pub fn uses_all_ports(spec: &TransportSpec) -> bool {
 }
 
 /// The requester/responder pair of one QP of a connection, created at `now`.
-pub fn endpoint_pair(spec: &TransportSpec, req: ConnInfo, resp: ConnInfo, ctx: &PathContext, now: Time, rng: &mut Rng) -> (AnyEndpoint, AnyEndpoint) {
+pub fn endpoint_pair(
+    spec: &TransportSpec,
+    req: ConnInfo,
+    resp: ConnInfo,
+    ctx: &PathContext,
+    now: Time,
+    rng: &mut Rng,
+) -> (AnyEndpoint, AnyEndpoint) {
     // Like Linux's RoCEv2 driver: a random UDP source port in 0xC000..=0xFFFF per QP.
     let sport = 0xC000 | (rng.below(0x4000) as u16);
     let rsport = 0xC000 | (rng.below(0x4000) as u16);
     let sender_rng = Rng::new(rng.next_u64());
     let receiver_rng = Rng::new(rng.next_u64());
     let bdp_pkts = (ctx.bdp_bytes / req.mtu as f64).ceil().max(1.0) as u32;
-    let spray = |window: u32, nack_beyond: bool| SprayResponderConfig { window, nack_beyond, nack_trimmed: false, sack: false, reverse_probe: None };
+    let spray = |window: u32, nack_beyond: bool| SprayResponderConfig {
+        window,
+        nack_beyond,
+        nack_trimmed: false,
+        sack: false,
+        reverse_probe: None,
+    };
     match spec {
         TransportSpec::Roce(cfg) | TransportSpec::QpScaling { roce: cfg, .. } => (
             AnyEndpoint::RoceRequester(RoceRequester::new(req, *cfg, sport)),
@@ -199,7 +214,10 @@ pub fn endpoint_pair(spec: &TransportSpec, req: ConnInfo, resp: ConnInfo, ctx: &
             )
         }
         TransportSpec::Stellar(s) => {
-            let window = s.window.unwrap_or((4 * bdp_pkts).max(512));
+            // Loss is found only by the RTO, so the bitmap must cover what the sender
+            // can send meanwhile: twice an RTO at line rate (at least 4 BDPs).
+            let rto_pkts = (req.port_rate.bps() as f64 / 8.0 * s.rto.as_secs_f64() / req.mtu as f64) as u32;
+            let window = s.window.unwrap_or((4 * bdp_pkts).max(2 * rto_pkts).max(512));
             let mtu = req.mtu as f64;
             let cc = WindowCcConfig {
                 g: s.g,
@@ -209,7 +227,7 @@ pub fn endpoint_pair(spec: &TransportSpec, req: ConnInfo, resp: ConnInfo, ctx: &
                 max: (ctx.bdp_bytes * s.cwnd_max).max(mtu),
                 mtu,
             };
-            let cfg = StellarConfig { paths: s.paths, algo: s.algo, rto: s.rto, base_rtt: ctx.base_rtt, cc };
+            let cfg = StellarConfig { paths: s.paths, algo: s.algo, rto: s.rto, base_rtt: ctx.base_rtt, window, cc };
             (
                 AnyEndpoint::Stellar(StellarSender::new(req, cfg, sender_rng)),
                 AnyEndpoint::Spray(SprayResponder::new(resp, spray(window, false), receiver_rng)),
@@ -244,11 +262,18 @@ pub fn endpoint_pair(spec: &TransportSpec, req: ConnInfo, resp: ConnInfo, ctx: &
                     backup_per_plane: s.backup.unwrap_or((per_plane / 4).max(2)),
                     ecn_penalty: s.ecn_penalty,
                     trim_penalty: s.trim_penalty,
+                    ecn_swap: s.ecn_swap,
+                    ecn_swap_window: ctx.base_rtt.mul(4),
                     probe_interval: s.probe_interval,
                     probe_successes: s.probe_successes,
                     probe_timeout: s.probe_timeout.unwrap_or(ctx.base_rtt.mul(4)),
                 },
-                cc: MrcCcConfig { init: ctx.bdp_bytes.max(mtu), max: (ctx.bdp_bytes * s.cwnd_max).max(mtu), md: s.md, mtu },
+                cc: MrcCcConfig {
+                    init: ctx.bdp_bytes.max(mtu),
+                    max: (ctx.bdp_bytes * s.cwnd_max).max(mtu),
+                    md: s.md,
+                    mtu,
+                },
                 // Sprayed packets reorder by whole queueing delays: start RACK's window at
                 // one base RTT (still a few tens of microseconds to spot a dead path).
                 reo: s.reo.unwrap_or(ctx.base_rtt.max(Dur::from_us(2))),

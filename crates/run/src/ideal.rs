@@ -83,7 +83,15 @@ mod tests {
             (Rate::gbps(100), Dur::from_us(1)),
         ];
         for n in [1u64, 2, 3, 66, 67, 500, 2049] {
-            let frame = |j: u64| if j == 0 { 4214 } else if j == n - 1 { 678 } else { 4198 };
+            let frame = |j: u64| {
+                if j == 0 {
+                    4214
+                } else if j == n - 1 {
+                    678
+                } else {
+                    4198
+                }
+            };
             assert_eq!(ideal_fct(&hops, n, frame), brute(&hops, n, frame), "n = {n}");
         }
     }

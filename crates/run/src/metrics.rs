@@ -138,10 +138,20 @@ pub fn flow_table(sim: &Sim) -> Table {
         .push("finish_ns", Column::I64(sim.msgs.iter().map(|m| or_none(m.finish)).collect()))
         .push("fct_ns", Column::I64((0..n).map(|i| fct(i).map_or(-1, |d| d.as_ns() as i64)).collect()))
         .push("ideal_fct_ns", Column::U64(sim.msgs.iter().map(|m| m.ideal.as_ns()).collect()))
-        .push("slowdown", Column::F64((0..n).map(|i| fct(i).map_or(f64::NAN, |d| d.ps() as f64 / sim.msgs[i].ideal.ps().max(1) as f64)).collect()))
+        .push(
+            "slowdown",
+            Column::F64(
+                (0..n)
+                    .map(|i| fct(i).map_or(f64::NAN, |d| d.ps() as f64 / sim.msgs[i].ideal.ps().max(1) as f64))
+                    .collect(),
+            ),
+        )
         .push("retransmitted_packets", Column::U64(sim.msgs.iter().map(|m| m.retransmitted).collect()))
         .push("workload", Column::U32(sim.plan.messages.iter().map(|m| m.workload).collect()))
-        .push("collective", Column::I64(sim.plan.messages.iter().map(|m| m.collective.map_or(-1, |c| c as i64)).collect()))
+        .push(
+            "collective",
+            Column::I64(sim.plan.messages.iter().map(|m| m.collective.map_or(-1, |c| c as i64)).collect()),
+        )
         .push("connection", Column::U32(sim.plan.messages.iter().map(|m| m.conn).collect()));
     t
 }
@@ -218,7 +228,10 @@ pub fn summary(sim: &Sim, ending: Ending) -> Value {
     let tot = sim.fabric.totals;
     let finished: Vec<usize> = (0..sim.msgs.len()).filter(|&i| sim.msgs[i].finish != Time::MAX).collect();
     let fct: Vec<f64> = finished.iter().map(|&i| (sim.msgs[i].finish - sim.msgs[i].start).as_ns() as f64).collect();
-    let slow: Vec<f64> = finished.iter().map(|&i| (sim.msgs[i].finish - sim.msgs[i].start).ps() as f64 / sim.msgs[i].ideal.ps().max(1) as f64).collect();
+    let slow: Vec<f64> = finished
+        .iter()
+        .map(|&i| (sim.msgs[i].finish - sim.msgs[i].start).ps() as f64 / sim.msgs[i].ideal.ps().max(1) as f64)
+        .collect();
     let mut ep = EndpointStats::default();
     for (s, _, _) in sim.endpoint_stats() {
         ep.data_sent += s.data_sent;
@@ -280,8 +293,20 @@ fn collective_json(t: &Table, i: usize) -> Value {
         let v = match col {
             Column::U32(v) => json!(v[i]),
             Column::U64(v) => json!(v[i]),
-            Column::I64(v) => if v[i] < 0 { Value::Null } else { json!(v[i]) },
-            Column::F64(v) => if v[i].is_nan() { Value::Null } else { json!(v[i]) },
+            Column::I64(v) => {
+                if v[i] < 0 {
+                    Value::Null
+                } else {
+                    json!(v[i])
+                }
+            }
+            Column::F64(v) => {
+                if v[i].is_nan() {
+                    Value::Null
+                } else {
+                    json!(v[i])
+                }
+            }
             Column::Str(v) => json!(v[i]),
         };
         o.insert(name.to_string(), v);
@@ -297,7 +322,12 @@ pub fn path_table(sim: &Sim) -> Table {
     t.push("connection", Column::U32(rows.iter().map(|r| r.0).collect()))
         .push("qp", Column::U32(rows.iter().map(|r| r.1).collect()))
         .push("ev", Column::U32(rows.iter().map(|r| r.2.ev).collect()))
-        .push("plane", Column::U32(rows.iter().map(|r| if multi_plane { r.2.ev & 7 } else { 0 }).collect()))
+        .push(
+            "plane",
+            Column::U32(
+                rows.iter().map(|r| if multi_plane { fabricsim_wire::ev_plane(r.2.ev) as u32 } else { 0 }).collect(),
+            ),
+        )
         .push("packets", Column::U64(rows.iter().map(|r| r.2.packets).collect()))
         .push("ecn_marks", Column::U64(rows.iter().map(|r| r.2.ecn_marks).collect()))
         .push("trims", Column::U64(rows.iter().map(|r| r.2.trims).collect()))
@@ -314,7 +344,12 @@ pub fn ev_state_table(sim: &Sim) -> Table {
     t.push("time_ns", Column::U64(log.iter().map(|l| l.1.time.as_ns()).collect()))
         .push("connection", Column::U32(log.iter().map(|l| l.0).collect()))
         .push("ev", Column::U32(log.iter().map(|l| l.1.ev).collect()))
-        .push("plane", Column::U32(log.iter().map(|l| if multi_plane { l.1.ev & 7 } else { 0 }).collect()))
+        .push(
+            "plane",
+            Column::U32(
+                log.iter().map(|l| if multi_plane { fabricsim_wire::ev_plane(l.1.ev) as u32 } else { 0 }).collect(),
+            ),
+        )
         .push("state", Column::Str(log.iter().map(|l| l.1.state.name().to_string()).collect()));
     t
 }
@@ -327,7 +362,8 @@ pub fn ooo_table(sim: &Sim) -> (Table, Option<OooHistogram>) {
     }
     let buckets: Vec<(u64, u64)> = all.as_ref().map_or(Vec::new(), |h| h.buckets().collect());
     let mut t = Table::default();
-    t.push("degree", Column::U64(buckets.iter().map(|b| b.0).collect())).push("packets", Column::U64(buckets.iter().map(|b| b.1).collect()));
+    t.push("degree", Column::U64(buckets.iter().map(|b| b.0).collect()))
+        .push("packets", Column::U64(buckets.iter().map(|b| b.1).collect()));
     (t, all)
 }
 

@@ -42,7 +42,10 @@ pub struct Table {
 impl Table {
     /// Adds a column.
     pub fn push(&mut self, name: &'static str, col: Column) -> &mut Self {
-        debug_assert!(self.columns.first().is_none_or(|c| c.1.len() == col.len()), "column {name} has a different length");
+        debug_assert!(
+            self.columns.first().is_none_or(|c| c.1.len() == col.len()),
+            "column {name} has a different length"
+        );
         self.columns.push((name, col));
         self
     }

@@ -33,6 +33,8 @@ pub struct Scenario {
     pub transport: TransportSpec,
     /// Traffic.
     pub workloads: Vec<WorkloadSpec>,
+    /// Per workload, a transport overriding `transport` for its connections.
+    pub workload_transports: Vec<Option<TransportSpec>>,
     /// Recording.
     pub output: OutputSpec,
     /// Failures during the run, in scenario order.
@@ -135,6 +137,11 @@ impl Scenario {
         Scenario::from_value(&doc)
     }
 
+    /// The transport of workload `w`'s connections.
+    pub fn transport_of(&self, w: u32) -> &TransportSpec {
+        self.workload_transports.get(w as usize).and_then(|t| t.as_ref()).unwrap_or(&self.transport)
+    }
+
     /// The same scenario under another seed (every random stream changes).
     pub fn with_seed(mut self, seed: u64) -> Scenario {
         self.seed = seed;
@@ -147,7 +154,8 @@ impl Scenario {
 
     /// Parses JSON text with the same structure as the TOML format.
     pub fn from_json(text: &str) -> Result<Scenario, ScenarioError> {
-        let doc: Value = serde_json::from_str(text).map_err(|e| ScenarioError::new("", format!("not a valid scenario object: {e}")))?;
+        let doc: Value = serde_json::from_str(text)
+            .map_err(|e| ScenarioError::new("", format!("not a valid scenario object: {e}")))?;
         Scenario::from_value(&doc)
     }
 
@@ -164,7 +172,10 @@ impl Scenario {
             return Err(top.error("stop", "must be later than 0"));
         }
         let Some(topo) = top.raw("topology") else {
-            return Err(top.error("topology", format!("is required (a table with kind = one of: {})", schema::TOPOLOGY_KINDS.join(", "))));
+            return Err(top.error(
+                "topology",
+                format!("is required (a table with kind = one of: {})", schema::TOPOLOGY_KINDS.join(", ")),
+            ));
         };
         let (topology, links, mtu, buffer) = parse_topology(topo)?;
         let empty = Value::Table(toml::Table::new());
@@ -172,9 +183,15 @@ impl Scenario {
         fabric.seed = seed;
         let transport = parse_transport(top.raw("transport").unwrap_or(&empty), links.host_link)?;
         let Some(w) = top.raw("workload") else {
-            return Err(top.error("workload", format!("is required (a table or array of tables with kind = one of: {})", schema::WORKLOAD_KINDS.join(", "))));
+            return Err(top.error(
+                "workload",
+                format!(
+                    "is required (a table or array of tables with kind = one of: {})",
+                    schema::WORKLOAD_KINDS.join(", ")
+                ),
+            ));
         };
-        let workloads = parse_workloads(w)?;
+        let (workloads, workload_transports) = parse_workloads(w, links.host_link)?;
         let output = parse_output(top.raw("output").unwrap_or(&empty))?;
         let faults = match top.raw("faults") {
             None => Vec::new(),
@@ -188,7 +205,22 @@ impl Scenario {
             return Err(ScenarioError::new("topology", "the topology has no hosts"));
         }
         let document = serde_json::to_value(doc).unwrap_or(serde_json::Value::Null);
-        Ok(Scenario { name, seed, stop, topology, links, mtu, fabric, transport, workloads, output, faults, reroute_after, document })
+        Ok(Scenario {
+            name,
+            seed,
+            stop,
+            topology,
+            links,
+            mtu,
+            fabric,
+            transport,
+            workloads,
+            workload_transports,
+            output,
+            faults,
+            reroute_after,
+            document,
+        })
     }
 }
 
@@ -272,7 +304,10 @@ fn parse_fabric(v: &Value, buffer: u64) -> Result<(FabricConfig, Option<Dur>), S
                 (None, None) => EcnConfig::hpcc(),
                 (Some(a), Some(b)) => {
                     if a > b {
-                        return Err(ScenarioError::new("fabric.ecn.kmin", format!("must not exceed kmax ({a} > {b} bytes)")));
+                        return Err(ScenarioError::new(
+                            "fabric.ecn.kmin",
+                            format!("must not exceed kmax ({a} > {b} bytes)"),
+                        ));
                     }
                     EcnConfig { kmin: a, kmax: b, pmax, last_hop, per_25g: false }
                 }
@@ -317,7 +352,11 @@ fn key_doc(key: &'static str) -> schema::Param {
 }
 
 fn parse_transport(v: &Value, line: Rate) -> Result<TransportSpec, ScenarioError> {
-    let mut r = Reader::new("transport", v)?;
+    parse_transport_at("transport", v, line)
+}
+
+fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec, ScenarioError> {
+    let mut r = Reader::new(path, v)?;
     let kind = r.choice("kind", "roce", schema::TRANSPORT_KINDS)?;
     let spec = match kind.as_str() {
         "roce" => TransportSpec::Roce(parse_roce(&mut r, line)?),
@@ -369,6 +408,7 @@ fn parse_transport(v: &Value, line: Rate) -> Result<TransportSpec, ScenarioError
                 backup: r.opt_int("backup", 0, 4096)?.map(|v| v as u32),
                 ecn_penalty: r.int("ecn_penalty", 1, 0, 15)? as u8,
                 trim_penalty: r.int("trim_penalty", 0, 0, 15)? as u8,
+                ecn_swap: r.int("ecn_swap", 8, 0, 15)? as u8,
                 probe_interval: positive_duration(&mut r, "probe_interval", Dur::from_us(100))?,
                 probe_successes: r.int("probe_successes", 5, 1, 255)? as u8,
                 probe_timeout: r.duration("probe_timeout")?,
@@ -468,20 +508,44 @@ fn parse_hosts(r: &mut Reader<'_>, key: &'static str, default: HostSet) -> Resul
     }
 }
 
-fn parse_workloads(v: &Value) -> Result<Vec<WorkloadSpec>, ScenarioError> {
+type Workloads = (Vec<WorkloadSpec>, Vec<Option<TransportSpec>>);
+
+fn parse_workloads(v: &Value, line: Rate) -> Result<Workloads, ScenarioError> {
     let items: Vec<&Value> = match v {
         Value::Table(_) => vec![v],
         Value::Array(a) if !a.is_empty() => a.iter().collect(),
         Value::Array(_) => return Err(ScenarioError::new("workload", "at least one workload is required")),
         _ => return Err(ScenarioError::new("workload", "expected a table or an array of tables")),
     };
-    items.into_iter().enumerate().map(|(i, w)| parse_workload(i, w)).collect()
+    items.into_iter().enumerate().map(|(i, w)| parse_workload(i, w, line)).unzip_ok()
 }
 
-fn parse_workload(i: usize, v: &Value) -> Result<WorkloadSpec, ScenarioError> {
+/// `Iterator<Result<(A, B)>>` into `Result<(Vec<A>, Vec<B>)>`.
+trait UnzipOk<A, B> {
+    fn unzip_ok(self) -> Result<(Vec<A>, Vec<B>), ScenarioError>;
+}
+
+impl<I: Iterator<Item = Result<(A, B), ScenarioError>>, A, B> UnzipOk<A, B> for I {
+    fn unzip_ok(self) -> Result<(Vec<A>, Vec<B>), ScenarioError> {
+        let mut a = Vec::new();
+        let mut b = Vec::new();
+        for item in self {
+            let (x, y) = item?;
+            a.push(x);
+            b.push(y);
+        }
+        Ok((a, b))
+    }
+}
+
+fn parse_workload(i: usize, v: &Value, line: Rate) -> Result<(WorkloadSpec, Option<TransportSpec>), ScenarioError> {
     let mut r = Reader::new(format!("workload[{i}]"), v)?;
     let kind = r.choice("kind", "", schema::WORKLOAD_KINDS)?;
     let start = r.duration("start")?.unwrap_or(Dur::ZERO);
+    let transport = match r.raw("transport") {
+        None => None,
+        Some(t) => Some(parse_transport_at(&format!("workload[{i}].transport"), t, line)?),
+    };
     let kind_spec = match kind.as_str() {
         "flows" => {
             let Some(list) = r.raw("flows") else {
@@ -491,8 +555,12 @@ fn parse_workload(i: usize, v: &Value) -> Result<WorkloadSpec, ScenarioError> {
             let mut flows = Vec::with_capacity(list.len());
             for (j, f) in list.iter().enumerate() {
                 let mut fr = Reader::new(format!("workload[{i}].flows[{j}]"), f)?;
-                let src = fr.opt_int("src", 0, u32::MAX as i64)?.ok_or_else(|| fr.error("src", "is required (a host index)"))? as u32;
-                let dst = fr.opt_int("dst", 0, u32::MAX as i64)?.ok_or_else(|| fr.error("dst", "is required (a host index)"))? as u32;
+                let src = fr
+                    .opt_int("src", 0, u32::MAX as i64)?
+                    .ok_or_else(|| fr.error("src", "is required (a host index)"))? as u32;
+                let dst = fr
+                    .opt_int("dst", 0, u32::MAX as i64)?
+                    .ok_or_else(|| fr.error("dst", "is required (a host index)"))? as u32;
                 let size = fr.required_size("size")?;
                 let fstart = fr.duration("start")?.unwrap_or(Dur::ZERO);
                 fr.finish(&[&key_doc("src"), &key_doc("dst"), &key_doc("size"), &key_doc("start")])?;
@@ -500,7 +568,10 @@ fn parse_workload(i: usize, v: &Value) -> Result<WorkloadSpec, ScenarioError> {
             }
             WorkloadKind::Flows(flows)
         }
-        "permutation" => WorkloadKind::Permutation { size: r.required_size("size")?, hosts: parse_hosts(&mut r, "hosts", HostSet::All)? },
+        "permutation" => WorkloadKind::Permutation {
+            size: r.required_size("size")?,
+            hosts: parse_hosts(&mut r, "hosts", HostSet::All)?,
+        },
         "incast" => {
             let size = r.required_size("size")?;
             if r.raw_peek("senders").is_none() {
@@ -510,12 +581,18 @@ fn parse_workload(i: usize, v: &Value) -> Result<WorkloadSpec, ScenarioError> {
             let receiver = r.int("receiver", 0, 0, u32::MAX as i64)? as u32;
             WorkloadKind::Incast { senders, receiver, size }
         }
-        "all_to_all" => WorkloadKind::AllToAll { size: r.required_size("size")?, hosts: parse_hosts(&mut r, "hosts", HostSet::All)? },
-        "all_reduce" => WorkloadKind::AllReduce { size: r.required_size("size")?, hosts: parse_hosts(&mut r, "hosts", HostSet::All)? },
+        "all_to_all" => WorkloadKind::AllToAll {
+            size: r.required_size("size")?,
+            hosts: parse_hosts(&mut r, "hosts", HostSet::All)?,
+        },
+        "all_reduce" => WorkloadKind::AllReduce {
+            size: r.required_size("size")?,
+            hosts: parse_hosts(&mut r, "hosts", HostSet::All)?,
+        },
         _ => unreachable!("choice() only returns allowed kinds"),
     };
     r.finish(&params_for("workload", &kind))?;
-    Ok(WorkloadSpec { kind: kind_spec, start })
+    Ok((WorkloadSpec { kind: kind_spec, start }, transport))
 }
 
 fn parse_fault(i: usize, v: &Value) -> Result<FaultSpec, ScenarioError> {
@@ -532,8 +609,16 @@ fn parse_fault(i: usize, v: &Value) -> Result<FaultSpec, ScenarioError> {
         Some(Value::String(s)) => Some(s.clone()),
         Some(_) => return Err(r.error("switch", "expected a switch name such as \"spine[1]\"")),
     };
-    let need_link = |r: &Reader<'_>| link.clone().map(FaultTarget::Link).ok_or_else(|| r.error("link", format!("is required for kind = \"{kind}\" (a port name such as \"leaf[0].up[1]\")")));
-    let need_switch = |r: &Reader<'_>| switch.clone().map(FaultTarget::Switch).ok_or_else(|| r.error("switch", format!("is required for kind = \"{kind}\" (a switch name such as \"spine[1]\")")));
+    let need_link = |r: &Reader<'_>| {
+        link.clone().map(FaultTarget::Link).ok_or_else(|| {
+            r.error("link", format!("is required for kind = \"{kind}\" (a port name such as \"leaf[0].up[1]\")"))
+        })
+    };
+    let need_switch = |r: &Reader<'_>| {
+        switch.clone().map(FaultTarget::Switch).ok_or_else(|| {
+            r.error("switch", format!("is required for kind = \"{kind}\" (a switch name such as \"spine[1]\")"))
+        })
+    };
     let either = |r: &Reader<'_>| match (&link, &switch) {
         (Some(l), None) => Ok(FaultTarget::Link(l.clone())),
         (None, Some(s)) => Ok(FaultTarget::Switch(s.clone())),
@@ -549,24 +634,33 @@ fn parse_fault(i: usize, v: &Value) -> Result<FaultSpec, ScenarioError> {
         "link_down" => (FaultKind::LinkDown, need_link(&r)?),
         "link_up" => (FaultKind::LinkUp, need_link(&r)?),
         "link_flap" => {
-            let period = r.duration("period")?.filter(|d| *d > Dur::ZERO).ok_or_else(|| r.error("period", "is required for link_flap (a duration longer than 0)"))?;
+            let period = r
+                .duration("period")?
+                .filter(|d| *d > Dur::ZERO)
+                .ok_or_else(|| r.error("period", "is required for link_flap (a duration longer than 0)"))?;
             let duty = r.float("duty", 0.5, 0.0, 1.0)?;
             let until = r.duration("until")?;
             (FaultKind::LinkFlap { period, duty, until }, need_link(&r)?)
         }
         "link_loss" => (FaultKind::LinkLoss(loss(&mut r)?), need_link(&r)?),
         "ev_loss" => {
-            let ev = r.opt_int("ev", 0, u32::MAX as i64)?.ok_or_else(|| r.error("ev", "is required for ev_loss (an entropy value)"))? as u32;
+            let ev =
+                r.opt_int("ev", 0, u32::MAX as i64)?
+                    .ok_or_else(|| r.error("ev", "is required for ev_loss (an entropy value)"))? as u32;
             (FaultKind::EvLoss { ev, loss: loss(&mut r)? }, need_link(&r)?)
         }
         "switch_down" => (FaultKind::SwitchDown, need_switch(&r)?),
         "switch_up" => (FaultKind::SwitchUp, need_switch(&r)?),
         "delay" => {
-            let d = r.duration("delay")?.ok_or_else(|| r.error("delay", "is required for kind = \"delay\" (a duration)"))?;
+            let d = r
+                .duration("delay")?
+                .ok_or_else(|| r.error("delay", "is required for kind = \"delay\" (a duration)"))?;
             (FaultKind::Delay(d), either(&r)?)
         }
         "rate" => {
-            let rate = r.rate("rate")?.ok_or_else(|| r.error("rate", "is required for kind = \"rate\" (a rate such as \"40Gbps\")"))?;
+            let rate = r
+                .rate("rate")?
+                .ok_or_else(|| r.error("rate", "is required for kind = \"rate\" (a rate such as \"40Gbps\")"))?;
             (FaultKind::Rate(rate), either(&r)?)
         }
         _ => unreachable!("choice() only returns allowed kinds"),

@@ -110,10 +110,20 @@ const LEAF_SPINE: &[Param] = &[
     p("hosts_per_leaf", Ty::Int, "8", "Hosts under each leaf."),
 ];
 const FAT_TREE: &[Param] = &[
-    p("k", Ty::Int, "4", "Switch radix (even): k pods of k/2 edge and k/2 aggregation switches, (k/2)^2 cores, k^3/4 hosts."),
+    p(
+        "k",
+        Ty::Int,
+        "4",
+        "Switch radix (even): k pods of k/2 edge and k/2 aggregation switches, (k/2)^2 cores, k^3/4 hosts.",
+    ),
     p("pods", Ty::Int, "= k", "Number of pods (fewer than k makes a partial fat-tree, e.g. UDMP's 5-pod fabric)."),
     p("hosts_per_edge", Ty::Int, "= k/2", "Hosts per edge switch (more than k/2 oversubscribes the edge)."),
-    p("oversubscription", Ty::Int, "1", "Aggregation-to-core ratio: each aggregation switch keeps (k/2)/ratio core uplinks. Must divide k/2."),
+    p(
+        "oversubscription",
+        Ty::Int,
+        "1",
+        "Aggregation-to-core ratio: each aggregation switch keeps (k/2)/ratio core uplinks. Must divide k/2.",
+    ),
 ];
 const MULTI_PLANE: &[Param] = &[
     p("planes", Ty::Int, "4", "Parallel planes = NIC ports per host (MRC: 4 x 200G or 8 x 100G). At most 8."),
@@ -165,7 +175,7 @@ const STELLAR: &[Param] = &[
     p("paths", Ty::Int, "128", "Paths (entropy values) per connection (STELLAR production: 128)."),
     c("path_algo", "obs", &["obs", "rr", "dwrr", "best_rtt", "mprdma", "single"], "Per-packet path choice: oblivious spraying, round robin, dynamic weighted round robin, lowest RTT, ACK-clocked on the ACK's path, or one fixed path."),
     p("rto", Ty::Duration, "250us", "Fixed retransmission timeout (STELLAR section 7.2); the lost packet is resent on another path."),
-    p("window", Ty::Int, "auto", "Receiver bitmap in packets; auto = max(4 BDP, 512)."),
+    p("window", Ty::Int, "auto", "Receiver bitmap in packets; the sender keeps new PSNs within it. auto = max(4 BDP, 2 RTOs at line rate, 512): losses are only found by the RTO."),
     p("g", Ty::Float, "0.0625", "ECN-fraction gain of the shared window (DCTCP-style)."),
     p("beta", Ty::Float, "0.5", "Strength of the delay cut once the smoothed RTT exceeds target."),
     p("target", Ty::Duration, "auto", "RTT above which the window is cut; auto = 1.5 x the path's base RTT."),
@@ -189,6 +199,7 @@ const MRC: &[Param] = &[
     p("backup", Ty::Int, "auto", "Backup EVs per plane; auto = max(2, active per plane / 4)."),
     p("ecn_penalty", Ty::Int, "1", "Rotation skips an EV this many times per ECN echo on it."),
     p("trim_penalty", Ty::Int, "0", "Skips per trim NACK (0: trims at the last hop say nothing about the path)."),
+    p("ecn_swap", Ty::Int, "8", "An EV that collects this many ECN echoes within 4 base RTTs is swapped with a backup of its plane, so a flow with few EVs can leave a congested path (MRC Fig. 14); 0 = never."),
     p("probe_interval", Ty::Duration, "100us", "Probe period of a retired EV (+-25% jitter)."),
     p("probe_successes", Ty::Int, "5", "Consecutive answered probes that bring a retired EV back (to the backup set)."),
     p("probe_timeout", Ty::Duration, "auto", "An unanswered probe failed after this; auto = 4 x base RTT. A failure doubles the EV's probe interval (up to 10ms)."),
@@ -216,15 +227,27 @@ pub const DCQCN: &[Param] = &[
     p("rate_hai", Ty::Rate, "50Mbps per 25Gbps (paper 200Mbps)", "Hyper increase step."),
     p("min_rate", Ty::Rate, "100Mbps", "Lowest rate."),
     p("clamp_target", Ty::Bool, "false (paper true)", "Set the target to the current rate at every cut."),
-    p("cnp_interval", Ty::Duration, "4us (paper 50us)", "The responder sends at most one CNP per QP per this interval."),
+    p(
+        "cnp_interval",
+        Ty::Duration,
+        "4us (paper 50us)",
+        "The responder sends at most one CNP per QP per this interval.",
+    ),
 ];
 
 /// `[workload]` keys every workload has.
 pub const WORKLOAD_COMMON: &[Param] = &[
     c("kind", "", WORKLOAD_KINDS, "The generator."),
     p("start", Ty::Duration, "0us", "When this workload starts."),
+    p(
+        "transport",
+        Ty::Table,
+        "the scenario's",
+        "A [transport] table for this workload's connections only (e.g. a RoCE job beside MRC background traffic).",
+    ),
 ];
-const W_FLOWS: &[Param] = &[p("flows", Ty::List, "", "Array of tables `{ src, dst, size, start }` (start defaults to 0).")];
+const W_FLOWS: &[Param] =
+    &[p("flows", Ty::List, "", "Array of tables `{ src, dst, size, start }` (start defaults to 0).")];
 const W_PERMUTATION: &[Param] = &[
     p("size", Ty::Size, "", "Bytes per flow."),
     p("hosts", Ty::Hosts, "all", "Participating hosts: \"all\", a count (the first n) or a list."),
@@ -234,17 +257,16 @@ const W_INCAST: &[Param] = &[
     p("senders", Ty::Hosts, "", "A count (chosen at random, seeded) or a list of sending hosts."),
     p("receiver", Ty::Int, "0", "The receiving host."),
 ];
-const W_ALL_TO_ALL: &[Param] = &[
-    p("size", Ty::Size, "", "Bytes per ordered pair."),
-    p("hosts", Ty::Hosts, "all", "Participating hosts."),
-];
+const W_ALL_TO_ALL: &[Param] =
+    &[p("size", Ty::Size, "", "Bytes per ordered pair."), p("hosts", Ty::Hosts, "all", "Participating hosts.")];
 const W_ALL_REDUCE: &[Param] = &[
     p("size", Ty::Size, "", "Buffer per host; each of the 2(N-1) steps moves size/N."),
     p("hosts", Ty::Hosts, "all", "Ring members, in ring order."),
 ];
 
 /// Fault kinds.
-pub const FAULT_KINDS: &[&str] = &["link_down", "link_up", "link_flap", "link_loss", "ev_loss", "switch_down", "switch_up", "delay", "rate"];
+pub const FAULT_KINDS: &[&str] =
+    &["link_down", "link_up", "link_flap", "link_loss", "ev_loss", "switch_down", "switch_up", "delay", "rate"];
 
 /// `[[faults]]` keys.
 pub const FAULTS: &[Param] = &[

@@ -21,8 +21,8 @@ use crate::metrics::Sampler;
 use crate::scenario::{FaultKind, FaultTarget, Scenario};
 use crate::ScenarioError;
 use fabricsim_engine::{Dur, EventQueue, Rng, Time};
-use fabricsim_fabric::{Fabric, FabricEvent, FabricOutput};
 use fabricsim_fabric::PortId;
+use fabricsim_fabric::{Fabric, FabricEvent, FabricOutput};
 use fabricsim_transport::common::PathLog;
 use fabricsim_transport::{AnyEndpoint, AppEvent, ConnInfo, Endpoint, EndpointStats, Message, Poll};
 use fabricsim_wire::TrafficClass;
@@ -135,14 +135,26 @@ fn resolve_faults(sc: &Scenario, fabric: &Fabric) -> Result<Vec<Fault>, Scenario
             let (port, node, target) = match &f.target {
                 FaultTarget::Link(name) => {
                     let p = fabric.port_by_name(name).ok_or_else(|| {
-                        ScenarioError::new(&format!("faults[{i}].link"), format!("no port \"{name}\" in this topology (names look like {})", example_names(fabric)))
+                        ScenarioError::new(
+                            &format!("faults[{i}].link"),
+                            format!("no port \"{name}\" in this topology (names look like {})", example_names(fabric)),
+                        )
                     })?;
                     (Some(p), None, name.clone())
                 }
                 FaultTarget::Switch(name) => {
-                    let n = fabric.node_by_name(name).filter(|&n| fabric.nodes[n as usize].kind == fabricsim_fabric::NodeKind::Switch).ok_or_else(|| {
-                        ScenarioError::new(&format!("faults[{i}].switch"), format!("no switch \"{name}\" in this topology (for example {})", fabric.nodes[fabric.hosts() as usize].name))
-                    })?;
+                    let n = fabric
+                        .node_by_name(name)
+                        .filter(|&n| fabric.nodes[n as usize].kind == fabricsim_fabric::NodeKind::Switch)
+                        .ok_or_else(|| {
+                            ScenarioError::new(
+                                &format!("faults[{i}].switch"),
+                                format!(
+                                    "no switch \"{name}\" in this topology (for example {})",
+                                    fabric.nodes[fabric.hosts() as usize].name
+                                ),
+                            )
+                        })?;
                     (None, Some(n), name.clone())
                 }
             };
@@ -152,9 +164,11 @@ fn resolve_faults(sc: &Scenario, fabric: &Fabric) -> Result<Vec<Fault>, Scenario
 }
 
 fn example_names(fabric: &Fabric) -> String {
-    let leaf_up = fabric.nodes.iter().position(|n| n.kind == fabricsim_fabric::NodeKind::Switch).and_then(|n| {
-        fabric.nodes[n].ports().map(|p| fabric.port_name(p)).find(|name| name.contains(".up["))
-    });
+    let leaf_up = fabric
+        .nodes
+        .iter()
+        .position(|n| n.kind == fabricsim_fabric::NodeKind::Switch)
+        .and_then(|n| fabric.nodes[n].ports().map(|p| fabric.port_name(p)).find(|name| name.contains(".up[")));
     let host = fabric.port_name(fabric.nic_port(0, 0));
     match leaf_up {
         Some(l) => format!("\"{l}\" or \"{host}\""),
@@ -164,11 +178,21 @@ fn example_names(fabric: &Fabric) -> String {
 
 /// The unloaded round trip of a connection (a full data frame out, an ACK back along
 /// the same links) and the bytes that fill its ports for that long.
-fn path_context(fabric: &Fabric, sc: &Scenario, src: u32, dst: u32, nic: u8, ports: u8) -> factory::PathContext {
-    let data = factory::frame_wire_bytes(&sc.transport, sc.mtu as u64 * 2, sc.mtu, 0);
-    let ack = factory::ack_wire_bytes(&sc.transport);
+fn path_context(
+    fabric: &Fabric,
+    sc: &Scenario,
+    transport: &factory::TransportSpec,
+    src: u32,
+    dst: u32,
+    nic: u8,
+    ports: u8,
+) -> factory::PathContext {
+    let data = factory::frame_wire_bytes(transport, sc.mtu as u64 * 2, sc.mtu, 0);
+    let ack = factory::ack_wire_bytes(transport);
     let base_rtt = fabric.path(src, dst, nic).map_or(Dur::from_us(10), |hops| {
-        hops.iter().map(|&(rate, delay)| rate.tx_time(data) + rate.tx_time(ack) + delay + delay).fold(Dur::ZERO, |a, b| a + b)
+        hops.iter()
+            .map(|&(rate, delay)| rate.tx_time(data) + rate.tx_time(ack) + delay + delay)
+            .fold(Dur::ZERO, |a, b| a + b)
     });
     let rate = sc.links.host_link.bps() as f64 * ports as f64;
     factory::PathContext { base_rtt, bdp_bytes: rate / 8.0 * base_rtt.as_secs_f64() }
@@ -270,17 +294,26 @@ impl Sim {
         let plan = fabricsim_workload::build(&scenario.workloads, fabric.hosts(), scenario.seed)
             .map_err(|e| ScenarioError::from_message(&e.to_string()))?;
         let nics_per_host = fabric.nics();
-        let all_ports = factory::uses_all_ports(&scenario.transport);
         let mut eps = Vec::new();
         let mut meta = Vec::new();
         let mut conns = Vec::with_capacity(plan.conns.len());
         for (ci, c) in plan.conns.iter().enumerate() {
-            let (first_port, ports) = if all_ports { (0u8, nics_per_host as u8) } else { ((ci as u32 % nics_per_host) as u8, 1u8) };
+            let transport = scenario.transport_of(c.workload);
+            let all_ports = factory::uses_all_ports(transport);
+            // A single-port connection's QP i uses NIC port (connection + i) mod ports, as
+            // collective libraries spread queue pairs over a multi-rail NIC.
+            let port_of = |qp: u32| -> (u8, u8) {
+                if all_ports {
+                    (0, nics_per_host as u8)
+                } else {
+                    (((ci as u32 + qp) % nics_per_host) as u8, 1)
+                }
+            };
             // Keyed by workload and position in it: adding a workload or appending a
             // flow never changes another connection's random choices.
             let mut rng = Rng::stream(scenario.seed, &[0xC044, c.workload as u64, c.index as u64]);
             let first = eps.len() as u32;
-            let base = |host, remote, local_qpn, remote_qpn| ConnInfo {
+            let base = |host, remote, local_qpn, remote_qpn, (first_port, ports): (u8, u8)| ConnInfo {
                 local_host: host,
                 remote_host: remote,
                 remote_qpn,
@@ -292,14 +325,32 @@ impl Sim {
             };
             // QPNs are endpoint indices: a packet's BTH destination QP finds its
             // endpoint directly. Requester and responder of QP i sit side by side.
-            let qps = factory::qps(&scenario.transport);
-            let ctx = path_context(&fabric, &scenario, c.src, c.dst, first_port, ports);
+            let qps = factory::qps(transport);
+            let (first_port, ports) = port_of(0);
+            let ctx = path_context(&fabric, &scenario, transport, c.src, c.dst, first_port, ports);
             for i in 0..qps {
                 let r = first + 2 * i;
-                let (req, resp) = factory::endpoint_pair(&scenario.transport, base(c.src, c.dst, r, r + 1), base(c.dst, c.src, r + 1, r), &ctx, Time::ZERO, &mut rng);
+                let (first_port, ports) = port_of(i);
+                let (req, resp) = factory::endpoint_pair(
+                    transport,
+                    base(c.src, c.dst, r, r + 1, (first_port, ports)),
+                    base(c.dst, c.src, r + 1, r, (first_port, ports)),
+                    &ctx,
+                    Time::ZERO,
+                    &mut rng,
+                );
                 for (ep, host, responder) in [(req, c.src, false), (resp, c.dst, true)] {
                     eps.push(ep);
-                    meta.push(EpMeta { host, first_port, ports, responder, conn: ci as u32, queued: 0, timer_at: Time::MAX, wake_at: Time::MAX });
+                    meta.push(EpMeta {
+                        host,
+                        first_port,
+                        ports,
+                        responder,
+                        conn: ci as u32,
+                        queued: 0,
+                        timer_at: Time::MAX,
+                        wake_at: Time::MAX,
+                    });
                 }
             }
             conns.push(ConnState { first_ep: first, qps, msgs: vec![Vec::new(); qps as usize] });
@@ -309,15 +360,25 @@ impl Sim {
             .iter()
             .map(|m| {
                 let c = plan.conns[m.conn as usize];
+                let transport = scenario.transport_of(c.workload);
                 let nic = meta[conns[m.conn as usize].first_ep as usize].first_port;
                 // A transport spraying over every plane sends 1/P of the frames on each.
-                let width = if all_ports { nics_per_host as u64 } else { 1 };
+                let width = if factory::uses_all_ports(transport) { nics_per_host as u64 } else { 1 };
                 let n = factory::packets(m.size, scenario.mtu);
                 let per_plane = n.div_ceil(width);
                 let ideal = fabric.path(c.src, c.dst, nic).map_or(Dur::ZERO, |hops| {
-                    ideal_fct(&hops, per_plane, |j| factory::frame_wire_bytes(&scenario.transport, m.size, scenario.mtu, n - per_plane + j))
+                    ideal_fct(&hops, per_plane, |j| {
+                        factory::frame_wire_bytes(transport, m.size, scenario.mtu, n - per_plane + j)
+                    })
                 });
-                MsgState { deps_left: m.deps.len() as u32, parts_left: 0, start: Time::MAX, finish: Time::MAX, retransmitted: 0, ideal }
+                MsgState {
+                    deps_left: m.deps.len() as u32,
+                    parts_left: 0,
+                    start: Time::MAX,
+                    finish: Time::MAX,
+                    retransmitted: 0,
+                    ideal,
+                }
             })
             .collect();
         // Dependents in compressed form: message d depends on m => d in dependents(m).
@@ -480,7 +541,7 @@ impl Sim {
         self.sampler.sample(now, &mut self.fabric);
         for (i, ep) in self.eps.iter_mut().enumerate() {
             let mut log = Vec::new();
-            ep.drain_path_log(&mut log);
+            ep.drain_path_log(now, &mut log);
             let conn = self.meta[i].conn;
             self.ev_log.extend(log.into_iter().map(|l| (conn, l)));
         }
@@ -489,7 +550,8 @@ impl Sim {
         }
         let dt = now.since(self.last_sample).as_secs_f64();
         for (c, conn) in self.conns.iter().enumerate() {
-            let placed: u64 = (0..conn.qps).map(|i| self.eps[(conn.first_ep + 2 * i + 1) as usize].stats().bytes_placed).sum();
+            let placed: u64 =
+                (0..conn.qps).map(|i| self.eps[(conn.first_ep + 2 * i + 1) as usize].stats().bytes_placed).sum();
             let delta = placed - self.conn_bytes[c];
             if delta > 0 {
                 self.throughput.time_ns.push(now.as_ns());
@@ -614,8 +676,10 @@ impl Sim {
         if ports.is_empty() {
             return Err(ScenarioError::new("pcap", "name at least one port or node to capture"));
         }
-        let file = std::fs::File::create(path).map_err(|e| ScenarioError::new("pcap", format!("cannot create {}: {e}", path.display())))?;
-        let writer = fabricsim_wire::PcapWriter::new(std::io::BufWriter::new(file), 65_535).map_err(|e| ScenarioError::new("pcap", e.to_string()))?;
+        let file = std::fs::File::create(path)
+            .map_err(|e| ScenarioError::new("pcap", format!("cannot create {}: {e}", path.display())))?;
+        let writer = fabricsim_wire::PcapWriter::new(std::io::BufWriter::new(file), 65_535)
+            .map_err(|e| ScenarioError::new("pcap", e.to_string()))?;
         for p in ports {
             self.fabric.tap_cable(p);
         }

@@ -35,10 +35,9 @@ fn scaled(s: &str, units: &[(&str, f64)]) -> Option<f64> {
 
 /// Parses a rate such as `"100Gbps"`.
 pub fn parse_rate(s: &str) -> Result<Rate, String> {
-    scaled(s, RATE_UNITS)
-        .filter(|&x| x >= 1.0)
-        .map(|x| Rate(x.round() as u64))
-        .ok_or_else(|| format!("expected a positive rate such as \"100Gbps\" (units: bps, Kbps, Mbps, Gbps, Tbps), got \"{s}\""))
+    scaled(s, RATE_UNITS).filter(|&x| x >= 1.0).map(|x| Rate(x.round() as u64)).ok_or_else(|| {
+        format!("expected a positive rate such as \"100Gbps\" (units: bps, Kbps, Mbps, Gbps, Tbps), got \"{s}\"")
+    })
 }
 
 /// Parses a duration such as `"1us"`.
@@ -50,9 +49,9 @@ pub fn parse_duration(s: &str) -> Result<Dur, String> {
 
 /// Parses a size such as `"8MB"` (decimal) or `"8MiB"` (binary).
 pub fn parse_size(s: &str) -> Result<u64, String> {
-    scaled(s, SIZE_UNITS)
-        .map(|x| x.round() as u64)
-        .ok_or_else(|| format!("expected a size such as \"8MB\" or \"4KiB\" (units: B, KB, MB, GB, KiB, MiB, GiB), got \"{s}\""))
+    scaled(s, SIZE_UNITS).map(|x| x.round() as u64).ok_or_else(|| {
+        format!("expected a size such as \"8MB\" or \"4KiB\" (units: B, KB, MB, GB, KiB, MiB, GiB), got \"{s}\"")
+    })
 }
 
 /// Formats bytes the way scenario files write them (for documentation).

@@ -100,7 +100,8 @@ fn incast_with_pfc_is_lossless_keeps_the_bottleneck_busy_and_shares_it() {
 
 #[test]
 fn incast_without_pfc_drops_and_go_back_n_still_delivers_every_byte() {
-    let (_, r) = run(&INCAST.replace("[transport]", "[fabric]\npfc = false\necn = false\n[transport]\nrto = \"200us\""));
+    let (_, r) =
+        run(&INCAST.replace("[transport]", "[fabric]\npfc = false\necn = false\n[transport]\nrto = \"200us\""));
     assert!(r.summary["drops_by_cause"]["buffer"].as_u64().unwrap() > 0, "a 4MB buffer must overflow");
     assert!(r.summary["retransmitted_packets"].as_u64().unwrap() > 0);
     assert_eq!(r.summary["flows"]["unfinished"], 0);

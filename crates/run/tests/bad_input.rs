@@ -37,14 +37,20 @@ fn error_of(toml: &str) -> String {
 #[case::zero_size("", "workload[0].size: must be at least 1 byte")]
 #[case::receiver_out_of_range("", "workload[0].receiver: host 99 does not exist (hosts are 0..3)")]
 #[case::too_many_senders("", "workload[0].senders: 9 hosts requested but only 3 are available")]
-#[case::unknown_transport("", "transport.kind: unknown value \"tcp\" (allowed: roce, qp_scaling, mprdma, stellar, udmp, mrc)")]
+#[case::unknown_transport(
+    "",
+    "transport.kind: unknown value \"tcp\" (allowed: roce, qp_scaling, mprdma, stellar, udmp, mrc)"
+)]
 #[case::unknown_cc("", "transport.cc: unknown value \"bbr\" (allowed: dcqcn, none)")]
 #[case::wrong_type("", "topology.mtu: expected an integer, got a string")]
 #[case::mtu_range("", "topology.mtu: must be between 256 and 9000, got 100000")]
 #[case::ecn_order("", "fabric.ecn.kmin: must not exceed kmax")]
 #[case::pfc_type("", "fabric.pfc: expected true, false or a table")]
 #[case::unknown_fabric_key("", "fabric.ecmp_seed: unknown key (allowed here: pfc, ecn, trimming, routing")]
-#[case::unknown_workload_key("", "workload[0].sender: unknown key (allowed here: kind, start, size, senders, receiver)")]
+#[case::unknown_workload_key(
+    "",
+    "workload[0].sender: unknown key (allowed here: kind, start, transport, size, senders, receiver)"
+)]
 #[case::missing_topology("", "topology: is required")]
 #[case::missing_workload("", "workload: is required")]
 #[case::flow_to_itself("", "workload[0].flows[0].dst: a flow needs two different hosts")]
@@ -57,8 +63,12 @@ fn bad_input_is_refused_with_the_key_named(#[case] prefix: &str, #[case] expecte
         "topology.host_link" => BASE.replace("hosts_per_leaf = 2", "hosts_per_leaf = 2\nhost_link = \"fast\""),
         "topology.leaves" => BASE.replace("leaves = 2", "leaves = 0"),
         "topology.kind" => BASE.replace("\"leaf_spine\"", "\"torus\""),
-        "topology.k" => BASE.replace("kind = \"leaf_spine\"\nleaves = 2\nspines = 2\nhosts_per_leaf = 2", "kind = \"fat_tree\"\nk = 5"),
-        "topology.oversubscription" => BASE.replace("kind = \"leaf_spine\"\nleaves = 2\nspines = 2\nhosts_per_leaf = 2", "kind = \"fat_tree\"\nk = 4\noversubscription = 3"),
+        "topology.k" => BASE
+            .replace("kind = \"leaf_spine\"\nleaves = 2\nspines = 2\nhosts_per_leaf = 2", "kind = \"fat_tree\"\nk = 5"),
+        "topology.oversubscription" => BASE.replace(
+            "kind = \"leaf_spine\"\nleaves = 2\nspines = 2\nhosts_per_leaf = 2",
+            "kind = \"fat_tree\"\nk = 4\noversubscription = 3",
+        ),
         "workload[0].size" if expected.contains("negative") => BASE.replace("\"1MB\"", "-5"),
         "workload[0].size" if expected.contains("such as") => BASE.replace("\"1MB\"", "\"1 megabyte\""),
         "workload[0].size" => BASE.replace("\"1MB\"", "0"),
@@ -66,7 +76,9 @@ fn bad_input_is_refused_with_the_key_named(#[case] prefix: &str, #[case] expecte
         "workload[0].senders" => BASE.replace("senders = 2", "senders = 9"),
         "transport.kind" => format!("{BASE}[transport]\nkind = \"tcp\"\n"),
         "transport.cc" => format!("{BASE}[transport]\ncc = \"bbr\"\n"),
-        "topology.mtu" if expected.contains("integer") => BASE.replace("hosts_per_leaf = 2", "hosts_per_leaf = 2\nmtu = \"4096\""),
+        "topology.mtu" if expected.contains("integer") => {
+            BASE.replace("hosts_per_leaf = 2", "hosts_per_leaf = 2\nmtu = \"4096\"")
+        }
         "topology.mtu" => BASE.replace("hosts_per_leaf = 2", "hosts_per_leaf = 2\nmtu = 100000"),
         "fabric.ecn.kmin" => format!("{BASE}[fabric]\necn = {{ kmin = \"400KB\", kmax = \"100KB\" }}\n"),
         "fabric.pfc" => format!("{BASE}[fabric]\npfc = \"yes\"\n"),
@@ -74,7 +86,10 @@ fn bad_input_is_refused_with_the_key_named(#[case] prefix: &str, #[case] expecte
         "workload[0].sender" => BASE.replace("senders = 2", "senders = 2\nsender = 1"),
         "topology" => "[workload]\nkind = \"incast\"\nsenders = 2\nsize = \"1MB\"\n".into(),
         "workload" => "[topology]\nkind = \"leaf_spine\"\n".into(),
-        "workload[0].flows[0].dst" => BASE.replace("kind = \"incast\"\nsenders = 2\nsize = \"1MB\"", "kind = \"flows\"\nflows = [{ src = 1, dst = 1, size = 10 }]"),
+        "workload[0].flows[0].dst" => BASE.replace(
+            "kind = \"incast\"\nsenders = 2\nsize = \"1MB\"",
+            "kind = \"flows\"\nflows = [{ src = 1, dst = 1, size = 10 }]",
+        ),
         "transport.rto" => format!("{BASE}[transport]\nrto = \"soon\"\n"),
         "not valid TOML" => "[topology\nkind = 1".into(),
         "fabric.link_loss" => format!("{BASE}[fabric]\nlink_loss = 1.5\n"),

@@ -142,7 +142,9 @@ fn adding_a_workload_leaves_the_other_flows_random_choices_alone() {
     let extra = "[[workload]]\nkind = \"flows\"\nflows = [{ src = 12, dst = 5, size = \"10KB\", start = \"500us\" }]\n";
     let leaf0_uplinks = |s: &fabricsim_run::Sim| -> Vec<u64> {
         (0..s.fabric.ports.len() as u32)
-            .filter(|&p| s.fabric.ports[p as usize].kind == PortKind::Up && s.fabric.port_name(p).starts_with("leaf[0]"))
+            .filter(|&p| {
+                s.fabric.ports[p as usize].kind == PortKind::Up && s.fabric.port_name(p).starts_with("leaf[0]")
+            })
             .map(|p| s.fabric.ports[p as usize].stats.tx_bytes)
             .collect()
     };

@@ -90,8 +90,8 @@ impl Endpoint for AnyEndpoint {
     fn path_stats(&self) -> Vec<PathStats> {
         dispatch!(self, e => e.path_stats())
     }
-    fn drain_path_log(&mut self, out: &mut Vec<PathLog>) {
-        dispatch!(self, e => e.drain_path_log(out))
+    fn drain_path_log(&mut self, now: Time, out: &mut Vec<PathLog>) {
+        dispatch!(self, e => e.drain_path_log(now, out))
     }
     fn ooo(&self) -> Option<&OooHistogram> {
         dispatch!(self, e => e.ooo())

@@ -81,8 +81,9 @@ pub trait Endpoint {
     fn path_stats(&self) -> Vec<common::PathStats> {
         Vec::new()
     }
-    /// Moves the path-state changes recorded since the last call into `out`.
-    fn drain_path_log(&mut self, _out: &mut Vec<common::PathLog>) {}
+    /// Moves the path-state changes recorded since the last call into `out` (states
+    /// that flicker, such as ECN avoidance, reported as of `now`).
+    fn drain_path_log(&mut self, _now: Time, _out: &mut Vec<common::PathLog>) {}
     /// Out-of-order degrees of arriving packets (multipath receivers).
     fn ooo(&self) -> Option<&common::OooHistogram> {
         None

@@ -10,7 +10,16 @@ use proptest::prelude::*;
 use util::Pair;
 
 fn info(local: u32, remote: u32) -> ConnInfo {
-    ConnInfo { local_host: local, remote_host: remote, remote_qpn: remote, local_qpn: local, first_port: 0, ports: 1, port_rate: Rate::gbps(100), mtu: 4096 }
+    ConnInfo {
+        local_host: local,
+        remote_host: remote,
+        remote_qpn: remote,
+        local_qpn: local,
+        first_port: 0,
+        ports: 1,
+        port_rate: Rate::gbps(100),
+        mtu: 4096,
+    }
 }
 
 fn cfg() -> MprdmaConfig {
@@ -19,7 +28,8 @@ fn cfg() -> MprdmaConfig {
 
 fn pair(seed: u64) -> Pair {
     let s = MprdmaSender::new(info(0, 1), cfg(), Rng::new(seed));
-    let rcfg = SprayResponderConfig { window: 128, nack_beyond: true, nack_trimmed: false, sack: false, reverse_probe: None };
+    let rcfg =
+        SprayResponderConfig { window: 128, nack_beyond: true, nack_trimmed: false, sack: false, reverse_probe: None };
     let r = SprayResponder::new(info(1, 0), rcfg, Rng::new(seed + 1));
     Pair::new(AnyEndpoint::Mprdma(s), AnyEndpoint::Spray(r), Rate::gbps(100), Dur::from_us(2))
 }

@@ -13,14 +13,37 @@ use std::rc::Rc;
 use util::Pair;
 
 fn info(local: u32, remote: u32) -> ConnInfo {
-    ConnInfo { local_host: local, remote_host: remote, remote_qpn: remote, local_qpn: local, first_port: 0, ports: 1, port_rate: Rate::gbps(100), mtu: 4096 }
+    ConnInfo {
+        local_host: local,
+        remote_host: remote,
+        remote_qpn: remote,
+        local_qpn: local,
+        first_port: 0,
+        ports: 1,
+        port_rate: Rate::gbps(100),
+        mtu: 4096,
+    }
 }
 
 fn pair(algo: PathAlgo, seed: u64) -> Pair {
-    let cc = WindowCcConfig { g: 1.0 / 16.0, beta: 0.5, target: Dur::from_us(15), init: 60_000.0, max: 90_000.0, mtu: 4096.0 };
-    let cfg = StellarConfig { paths: 128, algo, rto: Dur::from_us(250), base_rtt: Dur::from_us(5), cc };
+    let cc = WindowCcConfig {
+        g: 1.0 / 16.0,
+        beta: 0.5,
+        target: Dur::from_us(15),
+        init: 60_000.0,
+        max: 90_000.0,
+        mtu: 4096.0,
+    };
+    let cfg =
+        StellarConfig { paths: 128, algo, rto: Dur::from_us(250), base_rtt: Dur::from_us(5), window: 1 << 12, cc };
     let s = StellarSender::new(info(0, 1), cfg, Rng::new(seed));
-    let rcfg = SprayResponderConfig { window: 1 << 12, nack_beyond: false, nack_trimmed: false, sack: false, reverse_probe: None };
+    let rcfg = SprayResponderConfig {
+        window: 1 << 12,
+        nack_beyond: false,
+        nack_trimmed: false,
+        sack: false,
+        reverse_probe: None,
+    };
     let r = SprayResponder::new(info(1, 0), rcfg, Rng::new(seed + 1));
     Pair::new(AnyEndpoint::Stellar(s), AnyEndpoint::Spray(r), Rate::gbps(100), Dur::from_us(2))
 }

@@ -11,7 +11,16 @@ use proptest::prelude::*;
 use util::Pair;
 
 fn info(local: u32, remote: u32) -> ConnInfo {
-    ConnInfo { local_host: local, remote_host: remote, remote_qpn: remote, local_qpn: local, first_port: 0, ports: 1, port_rate: Rate::gbps(100), mtu: 4096 }
+    ConnInfo {
+        local_host: local,
+        remote_host: remote,
+        remote_qpn: remote,
+        local_qpn: local,
+        first_port: 0,
+        ports: 1,
+        port_rate: Rate::gbps(100),
+        mtu: 4096,
+    }
 }
 
 fn cfg(paths: u32) -> UdmpConfig {
@@ -31,14 +40,24 @@ fn cfg(paths: u32) -> UdmpConfig {
 
 fn pair(c: UdmpConfig, seed: u64) -> Pair {
     let s = UdmpSender::new(info(0, 1), c, Rng::new(seed));
-    let rcfg = SprayResponderConfig { window: 1 << 16, nack_beyond: true, nack_trimmed: false, sack: false, reverse_probe: None };
+    let rcfg = SprayResponderConfig {
+        window: 1 << 16,
+        nack_beyond: true,
+        nack_trimmed: false,
+        sack: false,
+        reverse_probe: None,
+    };
     let r = SprayResponder::new(info(1, 0), rcfg, Rng::new(seed + 1));
     Pair::new(AnyEndpoint::Udmp(s), AnyEndpoint::Spray(r), Rate::gbps(100), Dur::from_us(10))
 }
 
 /// Entropy of a packet's path: data carry it in their header, ACKs echo it.
 fn path_of(p: &Packet) -> u32 {
-    if p.bth.opcode == opcode::X_ACK { p.ext.ev } else { p.net.entropy() }
+    if p.bth.opcode == opcode::X_ACK {
+        p.ext.ev
+    } else {
+        p.net.entropy()
+    }
 }
 
 #[test]

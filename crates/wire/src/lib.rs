@@ -25,5 +25,7 @@ pub mod packet;
 pub mod pcap;
 
 pub use encode::{emit, encoded_len, parse, EmitError, EncodeConfig, ParseError};
-pub use packet::{hdr, opcode, Aeth, Bth, Ecn, Ext, NetHdr, Packet, Reth, TrafficClass};
+pub use packet::{
+    ev_plane, ev_with_plane, hdr, opcode, Aeth, Bth, Ecn, Ext, NetHdr, Packet, Reth, TrafficClass, EV_PLANE_SHIFT,
+};
 pub use pcap::PcapWriter;

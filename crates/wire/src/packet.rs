@@ -181,6 +181,23 @@ impl NetHdr {
     }
 }
 
+/// An entropy value's plane lives in its top 3 bits (a multipath transport that spans
+/// the planes of a multi-plane NIC tags its EVs with them); paths are chosen from the
+/// low bits, so the tag never steers a packet.
+pub const EV_PLANE_SHIFT: u32 = 29;
+
+/// The plane tagged in entropy value `ev`.
+#[inline]
+pub fn ev_plane(ev: u32) -> u8 {
+    (ev >> EV_PLANE_SHIFT) as u8
+}
+
+/// `bits` (the path-selecting part, top 3 bits ignored) tagged with `plane`.
+#[inline]
+pub fn ev_with_plane(bits: u32, plane: u8) -> u32 {
+    (bits & ((1 << EV_PLANE_SHIFT) - 1)) | ((plane as u32 & 7) << EV_PLANE_SHIFT)
+}
+
 /// InfiniBand Base Transport Header.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C)]
@@ -233,10 +250,11 @@ impl Aeth {
 /// Field meaning depends on the opcode; the documented uses are:
 /// * data packets: `ev` = entropy value of the path, `ts` = send timestamp.
 /// * `X_ACK`/`X_SACK`/`X_NACK`: `cum_psn` = every PSN below is received, `ack_psn` =
-///   the PSN that triggered this feedback, `bitmap` bit *i* = PSN `cum_psn + 1 + i`
-///   received, `ev` = entropy value the data came on, `ts` = its timestamp echoed,
-///   `flags` see the `F_*` constants, `port_state` = bit *p* set while the sender's
-///   NIC port *p* is up (MRC).
+///   the PSN that triggered this feedback, `bitmap` bit *i* = PSN `ack_psn - 1 - i`
+///   received (so every PSN's state is repeated in the next 64 SACKs and one lost SACK
+///   loses nothing), `ev` = entropy value the data came on, `ts` = its timestamp
+///   echoed, `flags` see the `F_*` constants, `port_state` = bit *p* set while the
+///   sender's NIC port *p* is up (MRC).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Ext {
     /// Entropy value (path) of the data packet this refers to.
@@ -262,6 +280,9 @@ impl Ext {
     pub const F_TRIMMED: u8 = 1 << 1;
     /// The packet is a retransmission.
     pub const F_RETX: u8 = 1 << 2;
+    /// The acknowledged data packet had already arrived (a duplicate): the
+    /// retransmission that brought it was spurious.
+    pub const F_DUP: u8 = 1 << 3;
 }
 
 /// One packet: headers as data plus a payload length (payload bytes are not stored).

@@ -68,7 +68,14 @@ fn err(field: String, message: impl Into<String>) -> WorkloadError {
 }
 
 /// Resolves a host set against `nhosts`; `random` picks counts at random.
-fn resolve(set: &HostSet, nhosts: u32, field: &str, rng: &mut Rng, random: bool, exclude: Option<u32>) -> Result<Vec<u32>, WorkloadError> {
+fn resolve(
+    set: &HostSet,
+    nhosts: u32,
+    field: &str,
+    rng: &mut Rng,
+    random: bool,
+    exclude: Option<u32>,
+) -> Result<Vec<u32>, WorkloadError> {
     let pool: Vec<u32> = (0..nhosts).filter(|h| Some(*h) != exclude).collect();
     match set {
         HostSet::All => Ok(pool),
@@ -89,7 +96,10 @@ fn resolve(set: &HostSet, nhosts: u32, field: &str, rng: &mut Rng, random: bool,
             let mut seen = vec![false; nhosts as usize];
             for &h in list {
                 if h >= nhosts {
-                    return Err(err(field.into(), format!("host {h} does not exist (hosts are 0..{})", nhosts.saturating_sub(1))));
+                    return Err(err(
+                        field.into(),
+                        format!("host {h} does not exist (hosts are 0..{})", nhosts.saturating_sub(1)),
+                    ));
                 }
                 if Some(h) == exclude {
                     return Err(err(field.into(), format!("host {h} cannot be both a sender and the receiver")));
@@ -118,7 +128,14 @@ impl Builder {
         (self.plan.conns.len() - 1) as u32
     }
     fn message(&mut self, conn: u32, size: u64, offset: Dur, deps: Vec<u32>, collective: Option<u32>) -> u32 {
-        self.plan.messages.push(MessageSpec { conn, size, start: self.start + offset, deps, workload: self.workload, collective });
+        self.plan.messages.push(MessageSpec {
+            conn,
+            size,
+            start: self.start + offset,
+            deps,
+            workload: self.workload,
+            collective,
+        });
         (self.plan.messages.len() - 1) as u32
     }
 }
@@ -165,7 +182,10 @@ pub fn build(workloads: &[WorkloadSpec], nhosts: u32, seed: u64) -> Result<Plan,
             }
             WorkloadKind::Incast { senders, receiver, size } => {
                 if *receiver >= nhosts {
-                    return Err(err(f("receiver"), format!("host {receiver} does not exist (hosts are 0..{})", nhosts - 1)));
+                    return Err(err(
+                        f("receiver"),
+                        format!("host {receiver} does not exist (hosts are 0..{})", nhosts - 1),
+                    ));
                 }
                 let senders = resolve(senders, nhosts, &f("senders"), &mut rng, true, Some(*receiver))?;
                 if senders.is_empty() {
@@ -181,7 +201,12 @@ pub fn build(workloads: &[WorkloadSpec], nhosts: u32, seed: u64) -> Result<Plan,
                 if hosts.len() < 2 {
                     return Err(err(f("hosts"), "all_to_all needs at least 2 hosts"));
                 }
-                b.plan.collectives.push(CollectiveSpec { kind: "all_to_all", workload: w as u32, hosts: hosts.len() as u32, size: *size });
+                b.plan.collectives.push(CollectiveSpec {
+                    kind: "all_to_all",
+                    workload: w as u32,
+                    hosts: hosts.len() as u32,
+                    size: *size,
+                });
                 let coll = (b.plan.collectives.len() - 1) as u32;
                 for &s in &hosts {
                     for &d in &hosts {
@@ -198,7 +223,12 @@ pub fn build(workloads: &[WorkloadSpec], nhosts: u32, seed: u64) -> Result<Plan,
                 if n < 2 {
                     return Err(err(f("hosts"), "all_reduce needs at least 2 hosts"));
                 }
-                b.plan.collectives.push(CollectiveSpec { kind: "all_reduce", workload: w as u32, hosts: n as u32, size: *size });
+                b.plan.collectives.push(CollectiveSpec {
+                    kind: "all_reduce",
+                    workload: w as u32,
+                    hosts: n as u32,
+                    size: *size,
+                });
                 let coll = (b.plan.collectives.len() - 1) as u32;
                 let chunk = size.div_ceil(n as u64);
                 let ring: Vec<u32> = (0..n).map(|i| b.conn(hosts[i], hosts[(i + 1) % n])).collect();
@@ -256,7 +286,8 @@ mod tests {
 
     #[test]
     fn permutations_differ_by_seed_and_repeat_by_seed() {
-        let spec = [WorkloadSpec { kind: WorkloadKind::Permutation { hosts: HostSet::All, size: 1 }, start: Dur::ZERO }];
+        let spec =
+            [WorkloadSpec { kind: WorkloadKind::Permutation { hosts: HostSet::All, size: 1 }, start: Dur::ZERO }];
         let a = build(&spec, 64, 1).unwrap();
         assert_eq!(a, build(&spec, 64, 1).unwrap());
         assert_ne!(a, build(&spec, 64, 2).unwrap());

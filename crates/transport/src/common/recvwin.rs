@@ -80,11 +80,12 @@ impl RecvWindow {
         self.words.get(off / 64).is_some_and(|w| w & (1 << (off % 64)) != 0)
     }
 
-    /// Bitmap of the 64 PSNs above `rcv_nxt` (bit `i` = PSN `rcv_nxt + 1 + i`), for SACKs.
-    pub fn sack_bits(&self) -> u64 {
+    /// Bitmap of the 64 PSNs below `psn` (bit `i` = PSN `psn - 1 - i` arrived), for
+    /// SACKs.
+    pub fn sack_bits(&self, psn: u32) -> u64 {
         let mut bits = 0u64;
-        for i in 0..64u32 {
-            if self.has(self.rcv_nxt + 1 + i) {
+        for i in 0..64u32.min(psn) {
+            if self.has(psn - 1 - i) {
                 bits |= 1 << i;
             }
         }
@@ -178,7 +179,10 @@ mod tests {
         }
         assert_eq!(w.rcv_nxt(), 74);
         let done: Vec<AppEvent> = std::iter::from_fn(|| w.poll_event()).collect();
-        assert_eq!(done, vec![AppEvent::Received { seq: 0 }, AppEvent::Received { seq: 1 }, AppEvent::Received { seq: 2 }]);
+        assert_eq!(
+            done,
+            vec![AppEvent::Received { seq: 0 }, AppEvent::Received { seq: 1 }, AppEvent::Received { seq: 2 }]
+        );
         assert!(w.ooo.max() > 0);
     }
 
@@ -189,7 +193,7 @@ mod tests {
         assert_eq!(w.arrive(8, 0, 100_000), Arrival::BeyondWindow);
         assert_eq!(w.arrive(0, 0, 100_000), Arrival::Placed);
         assert_eq!(w.rcv_nxt(), 1);
-        assert_eq!(w.sack_bits() & 0b10_0000, 0b10_0000, "PSN 7 = rcv_nxt + 1 + 5");
+        assert_eq!(w.sack_bits(9) & 0b11, 0b10, "PSN 7 = 9 - 1 - 1 arrived, PSN 8 did not");
         assert_eq!(w.arrive(8, 0, 100_000), Arrival::Placed);
     }
 }

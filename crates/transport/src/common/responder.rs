@@ -64,10 +64,9 @@ impl SprayResponder {
         }
     }
 
-    /// An entropy value for NIC port `port`: the plane in the low 3 bits, the rest
-    /// random.
+    /// A random entropy value tagged with NIC port (plane) `port`.
     fn random_ev(rng: &mut Rng, port: u8) -> u32 {
-        ((rng.next_u64() as u32) & !7) | (port as u32 & 7)
+        fabricsim_wire::ev_with_plane(rng.next_u64() as u32, port)
     }
 
     /// The receive window (for out-of-order statistics).
@@ -78,7 +77,9 @@ impl SprayResponder {
     /// The up local port to answer a packet that arrived on `port`.
     fn reply_port(&self, port: u8) -> Option<u8> {
         let n = self.info.ports;
-        (0..n).map(|i| self.info.first_port + (port - self.info.first_port + i) % n).find(|&p| self.ports_up & (1 << p) != 0)
+        (0..n)
+            .map(|i| self.info.first_port + (port - self.info.first_port + i) % n)
+            .find(|&p| self.ports_up & (1 << p) != 0)
     }
 
     fn control(&self, op: u8, ev: u32) -> Packet {
@@ -90,13 +91,22 @@ impl SprayResponder {
             ..Default::default()
         };
         net.set_entropy(ev);
-        Packet { net, bth: Bth { opcode: op, ack_req: false, dest_qp: self.info.remote_qpn, psn: 0 }, hdrs: hdr::EXT, ..Default::default() }
+        Packet {
+            net,
+            bth: Bth { opcode: op, ack_req: false, dest_qp: self.info.remote_qpn, psn: 0 },
+            hdrs: hdr::EXT,
+            ..Default::default()
+        }
     }
 
     /// Queues `pkt` to leave from the port answering `arrival_port`.
     fn queue(&mut self, arrival_port: u8, mut pkt: Packet, data_ev: u32) {
         let Some(port) = self.reply_port(arrival_port) else { return };
-        let ev = if self.cfg.reverse_probe.is_some() { self.rev_ev[(port - self.info.first_port) as usize] } else { data_ev };
+        let ev = if self.cfg.reverse_probe.is_some() {
+            self.rev_ev[(port - self.info.first_port) as usize]
+        } else {
+            data_ev
+        };
         pkt.net.set_entropy(ev);
         pkt.net.src_port = port;
         pkt.ext.port_state = self.ports_up;
@@ -106,7 +116,11 @@ impl SprayResponder {
 
     fn arrival_port(&self, pkt: &Packet) -> u8 {
         // A packet stays in its plane: it arrives on the port of the sender's port.
-        if self.info.ports > 1 { pkt.net.src_port } else { self.info.first_port }
+        if self.info.ports > 1 {
+            pkt.net.src_port
+        } else {
+            self.info.first_port
+        }
     }
 
     fn maybe_probe_reverse(&mut self, now: Time, force_port: Option<u8>) {
@@ -146,7 +160,7 @@ impl Endpoint for SprayResponder {
             }
             opcode::X_PROBE_REPLY => {
                 // Our reverse probe came back: that entropy value works for its plane.
-                let p = (pkt.ext.ev & 7) as u8;
+                let p = fabricsim_wire::ev_plane(pkt.ext.ev);
                 if p >= self.info.first_port && p < self.info.first_port + self.info.ports {
                     self.rev_ev[(p - self.info.first_port) as usize] = pkt.ext.ev;
                 }
@@ -161,7 +175,14 @@ impl Endpoint for SprayResponder {
             if self.cfg.nack_trimmed {
                 let mut nack = self.control(opcode::X_NACK, 0);
                 nack.bth.psn = psn;
-                nack.ext = Ext { ev: pkt.ext.ev, cum_psn: self.win.rcv_nxt(), ack_psn: psn, ts: pkt.ext.ts, flags: Ext::F_TRIMMED, ..Default::default() };
+                nack.ext = Ext {
+                    ev: pkt.ext.ev,
+                    cum_psn: self.win.rcv_nxt(),
+                    ack_psn: psn,
+                    ts: pkt.ext.ts,
+                    flags: Ext::F_TRIMMED,
+                    ..Default::default()
+                };
                 self.queue(port, nack, pkt.ext.ev);
             }
             return;
@@ -171,6 +192,7 @@ impl Endpoint for SprayResponder {
             self.stats.ecn_marked += 1;
         }
         let arrival = self.win.arrive(psn, pkt.ext.cum_psn, pkt.reth.len);
+        let duplicate = arrival == Arrival::Duplicate;
         match arrival {
             Arrival::Placed => self.stats.bytes_placed += pkt.payload as u64,
             Arrival::Duplicate => {
@@ -184,7 +206,13 @@ impl Endpoint for SprayResponder {
                 if self.cfg.nack_beyond {
                     let mut nack = self.control(opcode::X_NACK, 0);
                     nack.bth.psn = psn;
-                    nack.ext = Ext { ev: pkt.ext.ev, cum_psn: self.win.rcv_nxt(), ack_psn: psn, ts: pkt.ext.ts, ..Default::default() };
+                    nack.ext = Ext {
+                        ev: pkt.ext.ev,
+                        cum_psn: self.win.rcv_nxt(),
+                        ack_psn: psn,
+                        ts: pkt.ext.ts,
+                        ..Default::default()
+                    };
                     self.queue(port, nack, pkt.ext.ev);
                 }
                 return;
@@ -198,8 +226,8 @@ impl Endpoint for SprayResponder {
             cum_psn: self.win.rcv_nxt(),
             ack_psn: psn,
             ts: pkt.ext.ts,
-            flags: if ce { Ext::F_ECE } else { 0 },
-            bitmap: if self.cfg.sack { self.win.sack_bits() } else { 0 },
+            flags: if ce { Ext::F_ECE } else { 0 } | if duplicate { Ext::F_DUP } else { 0 },
+            bitmap: if self.cfg.sack { self.win.sack_bits(psn) } else { 0 },
             ..Default::default()
         };
         self.queue(port, ack, pkt.ext.ev);

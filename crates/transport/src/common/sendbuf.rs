@@ -27,8 +27,6 @@ pub struct PsnRecord {
     pub sent_at: Time,
     /// Entropy value it was last sent on.
     pub ev: u32,
-    /// Entropy value of the transmission before the last (for a retransmission).
-    pub prev_ev: u32,
     /// NIC port it was last sent from.
     pub port: u8,
     /// Selectively acknowledged.
@@ -62,6 +60,8 @@ pub struct SendBuffer {
     events: VecDeque<AppEvent>,
     /// Send time of the most recently sent packet that has been acknowledged (RACK).
     newest_acked_sent: Time,
+    /// New PSNs are only sent below `una + window` (the receiver's bitmap).
+    window: u32,
 }
 
 impl SendBuffer {
@@ -79,7 +79,19 @@ impl SendBuffer {
             inflight: 0,
             events: VecDeque::new(),
             newest_acked_sent: Time::ZERO,
+            window: u32::MAX,
         }
+    }
+
+    /// Limits new data to PSNs below `una + window` (flow control for a receiver whose
+    /// bitmap silently drops what lies beyond it).
+    pub fn with_window(mut self, window: u32) -> SendBuffer {
+        self.window = window.max(1);
+        self
+    }
+
+    fn window_open(&self) -> bool {
+        self.next_new < self.next_msg_psn && self.next_new - self.una < self.window
     }
 
     /// Queues a message.
@@ -89,10 +101,11 @@ impl SendBuffer {
         self.next_msg_psn += npkts;
     }
 
-    /// Whether anything waits to be sent (retransmissions or new data).
+    /// Whether anything may be sent now (retransmissions, or new data within the
+    /// window).
     #[inline]
     pub fn has_data(&self) -> bool {
-        self.next_new < self.next_msg_psn || self.retx.iter().any(|&p| self.needs_retx(p))
+        self.window_open() || self.retx.iter().any(|&p| self.needs_retx(p))
     }
 
     /// Whether new (never sent) data remains.
@@ -150,7 +163,7 @@ impl SendBuffer {
                 return Some((p, ev));
             }
         }
-        (self.next_new < self.next_msg_psn).then_some((self.next_new, None))
+        self.window_open().then_some((self.next_new, None))
     }
 
     /// Records that `psn` (from [`take_next`](Self::take_next)) is being sent now on
@@ -163,7 +176,6 @@ impl SendBuffer {
         let rec = self.record_mut(psn).expect("sent PSN is in the window");
         let retransmission = rec.sends > 0;
         rec.sent_at = now;
-        rec.prev_ev = rec.ev;
         rec.ev = ev;
         rec.port = port;
         rec.lost = false;
@@ -358,7 +370,16 @@ mod tests {
     use fabricsim_engine::Rate;
 
     fn info() -> ConnInfo {
-        ConnInfo { local_host: 0, remote_host: 1, remote_qpn: 1, local_qpn: 0, first_port: 0, ports: 1, port_rate: Rate::gbps(100), mtu: 1000 }
+        ConnInfo {
+            local_host: 0,
+            remote_host: 1,
+            remote_qpn: 1,
+            local_qpn: 0,
+            first_port: 0,
+            ports: 1,
+            port_rate: Rate::gbps(100),
+            mtu: 1000,
+        }
     }
 
     fn send_all(b: &mut SendBuffer, now: Time) -> Vec<u32> {
@@ -416,6 +437,17 @@ mod tests {
         b.cum_ack(5);
         assert_eq!(b.poll_event(), None, "PSNs 3 and 4 were never sent");
         assert_eq!(b.take_next(), Some((3, None)));
+    }
+
+    #[test]
+    fn new_data_stays_within_the_receivers_window() {
+        let mut b = SendBuffer::new(1000).with_window(3);
+        b.post(Message { seq: 0, len: 10_000, va: 0, rkey: 0 });
+        assert_eq!(send_all(&mut b, Time(0)), vec![0, 1, 2]);
+        b.ack(1);
+        assert!(b.take_next().is_none(), "PSN 0 still holds the window");
+        b.ack(0);
+        assert_eq!(send_all(&mut b, Time(0)), vec![3, 4]);
     }
 
     #[test]

@@ -131,7 +131,8 @@ impl MprdmaSender {
             self.cwnd = if marked { (self.cwnd - 0.5).max(1.0) } else { self.cwnd + 1.0 / self.cwnd };
             let allowed = (self.cwnd as u32).saturating_sub(self.buf.inflight() + self.credits.len() as u32);
             for _ in 0..allowed {
-                let ev = if std::mem::take(&mut self.explore_next) { self.random_path(None) } else { e.ev % self.cfg.paths };
+                let ev =
+                    if std::mem::take(&mut self.explore_next) { self.random_path(None) } else { e.ev % self.cfg.paths };
                 self.credits.push_back(ev);
             }
         }
@@ -209,6 +210,4 @@ impl Endpoint for MprdmaSender {
     fn path_stats(&self) -> Vec<PathStats> {
         self.paths.iter().filter(|p| p.packets > 0).copied().collect()
     }
-
 }
-

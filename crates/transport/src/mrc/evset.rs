@@ -3,8 +3,8 @@
 //! Per plane (NIC port) an ordered *active* list the sender rotates through, a
 //! *backup* pool that replaces retired values from the same plane (so planes stay
 //! equally loaded), and the *retired* values being probed. An entropy value (EV) holds
-//! the plane in its low 3 bits and random bits above, which select its path (ECMP
-//! hashes them; SRv6 turns them into uSIDs).
+//! its plane in the top 3 bits ([`fabricsim_wire::ev_with_plane`]) and random bits
+//! below, which select its path (ECMP hashes them; SRv6 turns them into uSIDs).
 //!
 //! Per-EV health: an ECN echo adds a skip *penalty*; rotation skips a penalised EV and
 //! takes one off its penalty (only the first skipped EV per send), so one mark makes
@@ -29,6 +29,12 @@ pub struct EvSetConfig {
     pub ecn_penalty: u8,
     /// Penalty a trim NACK adds (0: trims at the last hop say nothing about the path).
     pub trim_penalty: u8,
+    /// An EV that collects this many ECN echoes within `ecn_swap_window` is swapped
+    /// with a backup of its plane (0: never): with few active EVs, skipping alone cannot
+    /// move a flow off a congested path (MRC Fig. 14).
+    pub ecn_swap: u8,
+    /// Window for counting `ecn_swap` echoes.
+    pub ecn_swap_window: Dur,
     /// Probe period of a retired EV.
     pub probe_interval: Dur,
     /// Consecutive answered probes that resurrect an EV.
@@ -50,7 +56,12 @@ struct Entry {
     ev: u32,
     plane: u8,
     state: EvState,
+    /// The state last written to the log (active/avoided flaps are coalesced).
+    logged: EvState,
     penalty: u8,
+    /// ECN echoes counted since `marks_since`.
+    marks: u8,
+    marks_since: Time,
     probe: Probe,
     stats: PathStats,
 }
@@ -155,7 +166,7 @@ impl EvSets {
     fn fresh(&mut self, p: u8, state: EvState, now: Time) -> u32 {
         let plane = self.first_port + p;
         let ev = loop {
-            let ev = ((self.rng.next_u64() as u32) & !7) | plane as u32;
+            let ev = fabricsim_wire::ev_with_plane(self.rng.next_u64() as u32, plane);
             if self.map.get(ev).is_none() {
                 break ev;
             }
@@ -165,7 +176,10 @@ impl EvSets {
             ev,
             plane: p,
             state,
+            logged: state,
             penalty: 0,
+            marks: 0,
+            marks_since: now,
             probe: Probe { due: Time::MAX, interval: self.cfg.probe_interval, successes: 0, sent: None },
             stats: PathStats { ev, ..Default::default() },
         });
@@ -174,10 +188,19 @@ impl EvSets {
         idx
     }
 
+    /// Moves entry `i` to `state`. Retirements, probes and backups are logged at once;
+    /// the active/avoided flicker of ECN skipping is logged when the log is drained, at
+    /// most once per EV per drain.
     fn set_state(&mut self, i: u32, state: EvState, now: Time) {
         let e = &mut self.entries[i as usize];
-        if e.state != state {
-            e.state = state;
+        if e.state == state {
+            return;
+        }
+        e.state = state;
+        if !matches!(state, EvState::Active | EvState::Avoided)
+            || !matches!(e.logged, EvState::Active | EvState::Avoided)
+        {
+            e.logged = state;
             self.log.push(PathLog { time: now, ev: e.ev, state });
         }
     }
@@ -255,11 +278,35 @@ impl EvSets {
         Some(self.entries[i as usize].ev)
     }
 
-    /// An ECN echo for `ev`: penalise it.
+    /// An ECN echo for `ev`: penalise it, and swap it for a backup once it collects
+    /// `ecn_swap` echoes within `ecn_swap_window`.
     pub fn on_ecn(&mut self, ev: u32, now: Time) {
         let Some(i) = self.map.get(ev) else { return };
         self.entries[i].stats.ecn_marks += 1;
         self.add_penalty(i as u32, self.cfg.ecn_penalty, now);
+        let e = &mut self.entries[i];
+        if now.since(e.marks_since) > self.cfg.ecn_swap_window {
+            e.marks = 0;
+            e.marks_since = now;
+        }
+        e.marks = e.marks.saturating_add(1);
+        let e = self.entries[i];
+        if self.cfg.ecn_swap > 0
+            && e.marks >= self.cfg.ecn_swap
+            && matches!(e.state, EvState::Active | EvState::Avoided)
+        {
+            let p = e.plane as usize;
+            let Some(pos) = self.active[p].iter().position(|&a| a == i as u32) else { return };
+            let Some(b) = self.backup[p].pop_front() else { return };
+            // Congested, not broken: it waits in the backups rather than being retired.
+            self.active[p][pos] = b;
+            self.entries[b as usize].penalty = 0;
+            self.set_state(b, EvState::Active, now);
+            self.entries[i].penalty = 0;
+            self.entries[i].marks = 0;
+            self.backup[p].push_back(i as u32);
+            self.set_state(i as u32, EvState::Backup, now);
+        }
     }
 
     /// A trim NACK for `ev`.
@@ -376,7 +423,11 @@ impl EvSets {
 
     /// The next time an outstanding probe times out.
     pub fn next_probe_timeout(&self) -> Option<Time> {
-        self.retired.iter().filter_map(|&i| self.entries[i as usize].probe.sent).map(|t| t + self.cfg.probe_timeout).min()
+        self.retired
+            .iter()
+            .filter_map(|&i| self.entries[i as usize].probe.sent)
+            .map(|t| t + self.cfg.probe_timeout)
+            .min()
     }
 
     /// The next time a probe falls due on plane index `p`.
@@ -389,9 +440,19 @@ impl EvSets {
             .min()
     }
 
-    /// Moves the state changes logged so far into `out`.
-    pub fn drain_log(&mut self, out: &mut Vec<PathLog>) {
+    /// Moves the state changes logged so far into `out`, with the active/avoided
+    /// state of every active EV that changed since the last drain, as of `now`.
+    pub fn drain_log(&mut self, now: Time, out: &mut Vec<PathLog>) {
         out.append(&mut self.log);
+        for list in &self.active {
+            for &i in list {
+                let e = &mut self.entries[i as usize];
+                if e.state != e.logged {
+                    e.logged = e.state;
+                    out.push(PathLog { time: now, ev: e.ev, state: e.state });
+                }
+            }
+        }
     }
 }
 
@@ -405,6 +466,8 @@ mod tests {
             backup_per_plane: 2,
             ecn_penalty: 1,
             trim_penalty: 0,
+            ecn_swap: 8,
+            ecn_swap_window: Dur::from_us(40),
             probe_interval: Dur::from_us(100),
             probe_successes: 5,
             probe_timeout: Dur::from_us(40),
@@ -424,7 +487,7 @@ mod tests {
         sorted.sort();
         sorted.dedup();
         assert_eq!(sorted.len(), 4, "one rotation visits every active EV once");
-        assert!(evs.iter().all(|ev| ev & 7 == 2), "EVs carry their plane");
+        assert!(evs.iter().all(|&ev| fabricsim_wire::ev_plane(ev) == 2), "EVs carry their plane");
     }
 
     #[test]
@@ -433,11 +496,31 @@ mod tests {
         let x = s.active(0)[1];
         s.on_ecn(x, Time::ZERO);
         assert_eq!(s.state(x), Some(EvState::Avoided));
+        let mut log = Vec::new();
+        s.drain_log(Time(7), &mut log);
+        assert_eq!(log.last(), Some(&PathLog { time: Time(7), ev: x, state: EvState::Avoided }));
         let round: Vec<u32> = (0..4).map(|_| s.next(0, Time::ZERO, None).unwrap()).collect();
         assert!(!round.contains(&x), "{round:?}");
         assert_eq!(s.state(x), Some(EvState::Active));
         let next: Vec<u32> = (0..4).map(|_| s.next(0, Time::ZERO, None).unwrap()).collect();
         assert!(next.contains(&x));
+    }
+
+    #[test]
+    fn repeated_ecn_swaps_an_ev_for_a_backup() {
+        let mut s = sets();
+        let x = s.active(2)[0];
+        // Seven echoes spread out never reach the threshold within the window.
+        for k in 0..7 {
+            s.on_ecn(x, Time(Dur::from_us(50).ps() * k));
+        }
+        assert!(s.active(2).contains(&x));
+        for _ in 0..8 {
+            s.on_ecn(x, Time(Dur::from_ms(1).ps()));
+        }
+        assert_eq!(s.state(x), Some(EvState::Backup));
+        assert!(!s.active(2).contains(&x));
+        assert_eq!(s.active_per_plane(), vec![4, 4, 4, 4]);
     }
 
     #[test]
@@ -448,7 +531,7 @@ mod tests {
         assert_eq!(s.state(x), Some(EvState::Retired));
         assert_eq!(s.active_per_plane(), vec![4, 4, 4, 4]);
         assert!(!s.active(3).contains(&x));
-        assert!(s.active(3).iter().all(|ev| ev & 7 == 3));
+        assert!(s.active(3).iter().all(|&ev| fabricsim_wire::ev_plane(ev) == 3));
     }
 
     #[test]

@@ -134,15 +134,19 @@ impl MrcSender {
     fn on_sack(&mut self, now: Time, e: &Ext) {
         let acked = self.buf.ack(e.ack_psn);
         let news = acked.is_some();
-        if let Some(rec) = acked {
-            // The echoed timestamp names the transmission that arrived: an earlier one
-            // than the last means our retransmission was spurious, the first copy was
-            // only late. Widen the reordering window and give the EV back.
-            if rec.sends > 1 && e.ts < rec.sent_at.ps() {
-                self.reo_mult = (self.reo_mult * 2).min(64);
-                self.acks_since_spurious = 0;
-                self.evs.unretire(rec.prev_ev, now);
-            }
+        // A retransmission was spurious if an earlier copy arrived: the echoed
+        // timestamp names an earlier transmission than the last, or the receiver flags a
+        // duplicate. Widen the reordering window. The SACK echoes the EV the arriving
+        // copy took, a path just shown to work: if it was retired for that "loss", it
+        // goes back to the backups. (For a duplicate the wrongly retired EV is unknown;
+        // probes will bring it back.)
+        let late_copy = acked.is_some_and(|rec| rec.sends > 1 && e.ts < rec.sent_at.ps());
+        if late_copy || e.flags & Ext::F_DUP != 0 {
+            self.reo_mult = (self.reo_mult * 2).min(64);
+            self.acks_since_spurious = 0;
+        }
+        if late_copy {
+            self.evs.unretire(e.ev, now);
         }
         self.acks_since_spurious += 1;
         if self.acks_since_spurious >= 4096 && self.reo_mult > 1 {
@@ -150,9 +154,9 @@ impl MrcSender {
             self.acks_since_spurious = 0;
         }
         self.buf.cum_ack(e.cum_psn);
-        for i in 0..64u32 {
+        for i in 0..64u32.min(e.ack_psn) {
             if e.bitmap & (1 << i) != 0 {
-                self.buf.ack(e.cum_psn + 1 + i);
+                self.buf.ack(e.ack_psn - 1 - i);
             }
         }
         if news {
@@ -188,7 +192,12 @@ impl MrcSender {
             ..Default::default()
         };
         net.set_entropy(ev);
-        Packet { net, bth: Bth { opcode: op, ack_req: false, dest_qp: self.info.remote_qpn, psn: 0 }, hdrs: hdr::EXT, ..Default::default() }
+        Packet {
+            net,
+            bth: Bth { opcode: op, ack_req: false, dest_qp: self.info.remote_qpn, psn: 0 },
+            hdrs: hdr::EXT,
+            ..Default::default()
+        }
     }
 }
 
@@ -208,7 +217,7 @@ impl Endpoint for MrcSender {
             opcode::X_PROBE_REPLY => self.evs.probe_answered(pkt.ext.ev, now),
             opcode::X_PROBE => {
                 // The receiver tests its reverse path: answer on one of our EVs.
-                let p = (pkt.ext.ev & 7) as u8;
+                let p = fabricsim_wire::ev_plane(pkt.ext.ev);
                 let i = p.wrapping_sub(self.info.first_port);
                 if (i as usize) < self.ctrl.len() {
                     if let Some(ev) = self.evs.any_active(i) {
@@ -315,7 +324,7 @@ impl Endpoint for MrcSender {
         self.evs.stats()
     }
 
-    fn drain_path_log(&mut self, out: &mut Vec<PathLog>) {
-        self.evs.drain_log(out);
+    fn drain_path_log(&mut self, now: Time, out: &mut Vec<PathLog>) {
+        self.evs.drain_log(now, out);
     }
 }

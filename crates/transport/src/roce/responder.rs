@@ -132,7 +132,8 @@ impl Endpoint for RoceResponder {
             return Poll::Send(self.control(opcode::CNP, 0));
         }
         let Some(nak) = self.pending.take() else { return Poll::Idle };
-        let (psn, syndrome) = if nak { (self.e_psn, Aeth::NAK_SEQ_ERR) } else { (self.e_psn.wrapping_sub(1), Aeth::ACK) };
+        let (psn, syndrome) =
+            if nak { (self.e_psn, Aeth::NAK_SEQ_ERR) } else { (self.e_psn.wrapping_sub(1), Aeth::ACK) };
         let mut p = self.control(opcode::RC_ACK, psn);
         p.hdrs = hdr::AETH;
         p.aeth = Aeth { syndrome, msn: self.msn };

@@ -86,7 +86,14 @@ mod tests {
     use super::*;
 
     fn cc() -> WindowCc {
-        WindowCc::new(WindowCcConfig { g: 1.0 / 16.0, beta: 0.5, target: Dur::from_us(15), init: 100_000.0, max: 150_000.0, mtu: 4000.0 })
+        WindowCc::new(WindowCcConfig {
+            g: 1.0 / 16.0,
+            beta: 0.5,
+            target: Dur::from_us(15),
+            init: 100_000.0,
+            max: 150_000.0,
+            mtu: 4000.0,
+        })
     }
 
     #[test]

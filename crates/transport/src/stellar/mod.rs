@@ -27,6 +27,8 @@ pub struct StellarConfig {
     pub rto: Dur,
     /// Unloaded RTT (for DWRR/BestRTT weights).
     pub base_rtt: Dur,
+    /// The receiver's bitmap in packets: new PSNs stay within it.
+    pub window: u32,
     /// The shared window.
     pub cc: WindowCcConfig,
 }
@@ -48,7 +50,7 @@ impl StellarSender {
     /// A sender for `info`.
     pub fn new(info: ConnInfo, cfg: StellarConfig, mut rng: Rng) -> StellarSender {
         StellarSender {
-            buf: SendBuffer::new(info.mtu),
+            buf: SendBuffer::new(info.mtu).with_window(cfg.window),
             cc: WindowCc::new(cfg.cc),
             sel: PathSelector::new(cfg.algo, cfg.paths, cfg.base_rtt, &mut rng),
             rng,

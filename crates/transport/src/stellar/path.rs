@@ -38,7 +38,8 @@ impl PathAlgo {
     /// Scenario names, in the order of [`PathAlgo::ALL`].
     pub const NAMES: &'static [&'static str] = &["obs", "rr", "dwrr", "best_rtt", "mprdma", "single"];
     /// Every algorithm.
-    pub const ALL: [PathAlgo; 6] = [PathAlgo::Obs, PathAlgo::Rr, PathAlgo::Dwrr, PathAlgo::BestRtt, PathAlgo::Mprdma, PathAlgo::Single];
+    pub const ALL: [PathAlgo; 6] =
+        [PathAlgo::Obs, PathAlgo::Rr, PathAlgo::Dwrr, PathAlgo::BestRtt, PathAlgo::Mprdma, PathAlgo::Single];
 
     /// The algorithm called `name`.
     pub fn from_name(name: &str) -> Option<PathAlgo> {

@@ -228,7 +228,8 @@ impl UdmpSender {
             };
             for _ in 0..n {
                 self.bytes_pool -= self.pkt;
-                let ev = if std::mem::take(&mut self.explore_next) { self.random_path(None) } else { e.ev % self.cfg.paths };
+                let ev =
+                    if std::mem::take(&mut self.explore_next) { self.random_path(None) } else { e.ev % self.cfg.paths };
                 self.credits.push_back(ev);
             }
         }

@@ -8,7 +8,7 @@
 #![allow(dead_code)]
 
 use fabricsim_engine::{Dur, EventQueue, Rate, Rng, Time};
-use fabricsim_transport::{AppEvent, AnyEndpoint, Endpoint, Poll};
+use fabricsim_transport::{AnyEndpoint, AppEvent, Endpoint, Poll};
 use fabricsim_wire::{Ecn, Packet};
 
 #[derive(Clone, Copy)]

@@ -1,0 +1,142 @@
+"""MRC + SRv6 (OpenAI, Microsoft, AMD, Broadcom, NVIDIA): the experiments of its
+section 5.2 on a multi-plane two-tier Clos with static SRv6 routing.
+
+Fabric settings follow the paper: PFC off, packet trimming on, ECN randomised in the
+fabric but off on the last hop, SRv6 uSID source routing. Scale is set by the
+arguments; the paper's clusters are 4 x 100G / 8 x 100G / 4 x 200G NICs.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Dict, List, Optional
+
+from ..api import run
+from .common import flow_gbps, jain
+
+#: Fabric of every MRC scenario.
+FABRIC = {
+    "pfc": False,
+    "trimming": True,
+    "routing": "srv6",
+    "ecn": {"kmin": "20KB", "kmax": "100KB", "pmax": 0.2, "last_hop": False},
+}
+
+
+def multi_plane(planes: int = 4, groups: int = 4, hosts_per_group: int = 4, t1_per_plane: int = 4, rate: str = "100Gbps") -> Dict[str, Any]:
+    """A multi-plane two-tier Clos: ``planes`` NIC ports of ``rate`` per host."""
+    return {"kind": "multi_plane", "planes": planes, "groups": groups, "hosts_per_group": hosts_per_group,
+            "t1_per_plane": t1_per_plane, "host_link": rate}
+
+
+def nic_link_failures(size: str = "60MB", step_us: int = 200, **topo) -> Dict[str, Any]:
+    """Fig. 9a/b: one flow between groups; the sender's NIC-T0 links fail one by one
+    (the third on the receiver's side, which the sender learns from SACK port bitmaps),
+    then recover in the same order."""
+    t = multi_plane(**topo)
+    last = t["groups"] * t["hosts_per_group"] - 1
+    order = [("host[0].nic[0]"), ("host[0].nic[1]"), (f"host[{last}].nic[2]")]
+    faults = [{"at": f"{step_us * (i + 1)}us", "kind": "link_down", "link": l} for i, l in enumerate(order)]
+    faults += [{"at": f"{step_us * (i + 4)}us", "kind": "link_up", "link": l} for i, l in enumerate(order)]
+    return {"name": "mrc-nic-link-failures", "topology": t, "fabric": FABRIC, "transport": {"kind": "mrc"},
+            "workload": {"kind": "flows", "flows": [{"src": 0, "dst": last, "size": size}]},
+            "faults": faults, "output": {"sample_interval": "20us"}}
+
+
+def t0_t1_failures(links_per_t0: int = 2, size: str = "20MB", at_us: int = 100, planes: int = 4, groups: int = 8,
+                   hosts_per_group: int = 2, t1_per_plane: int = 8) -> Dict[str, Any]:
+    """Fig. 9c/d: many T0-T1 links fail at once (``links_per_t0`` uplinks of every T0),
+    under a permutation. T0s have spare uplinks, as in production (256 up for 256 down
+    at 100 Gb/s there; here ``t1_per_plane`` up for ``hosts_per_group`` down)."""
+    faults = [{"at": f"{at_us}us", "kind": "link_down", "link": f"t0[{p * groups + g}].up[{u}]"}
+              for p in range(planes) for g in range(groups) for u in range(links_per_t0)]
+    return {"name": "mrc-t0-t1-failures", "topology": multi_plane(planes, groups, hosts_per_group, t1_per_plane), "fabric": FABRIC,
+            "transport": {"kind": "mrc"}, "workload": {"kind": "permutation", "size": size}, "faults": faults,
+            "output": {"sample_interval": "0us"}}
+
+
+def ev_drop(ev: Optional[int], loss: float = 0.2, size: str = "20MB", evs: int = 16, **topo) -> Dict[str, Any]:
+    """Fig. 12/13: packets of one entropy value are dropped with probability ``loss`` on
+    the sender's first link from 100 us on (``ev=None``: no fault, to learn the EVs)."""
+    t = multi_plane(**topo)
+    last = t["groups"] * t["hosts_per_group"] - 1
+    sc = {"name": "mrc-ev-drop", "topology": t, "fabric": FABRIC, "transport": {"kind": "mrc", "evs": evs},
+          "workload": {"kind": "flows", "flows": [{"src": 0, "dst": last, "size": size}]}, "output": {"sample_interval": "20us"}}
+    if ev is not None:
+        sc["faults"] = [{"at": "100us", "kind": "ev_loss", "link": "host[0].nic[0]", "ev": ev, "loss": loss}]
+    return sc
+
+
+def forced_collision(seed: int, size: str = "20MB", stop: Optional[str] = None) -> Dict[str, Any]:
+    """Fig. 14: two flows with one active EV each between the same two leaves (two
+    spines); a seed whose EVs start on the same spine forces them onto one path."""
+    sc = {"name": "mrc-forced-collision", "seed": seed,
+          "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2},
+          "fabric": FABRIC, "transport": {"kind": "mrc", "evs": 1, "backup": 4},
+          "workload": {"kind": "flows", "flows": [{"src": 0, "dst": 2, "size": size}, {"src": 1, "dst": 3, "size": size}]},
+          "output": {"sample_interval": "20us"}}
+    if stop:
+        sc["stop"] = stop
+    return sc
+
+
+def colliding_seed(limit: int = 100) -> int:
+    """The first seed whose two Fig. 14 flows start on the same spine uplink."""
+    for seed in range(1, limit):
+        r = run(forced_collision(seed, stop="10us"))
+        up = r.ports[r.ports["port"].str.startswith("leaf[0].up")]
+        if up.groupby("port", observed=True)["tx_bytes"].sum().gt(0).sum() == 1:
+            return seed
+    raise RuntimeError("no colliding seed found")
+
+
+def incast_victim(transport: str, size: str = "8MB", buffer: str = "4MB") -> Dict[str, Any]:
+    """Fig. 18/21: a 7:1 incast into host 0 beside a victim flow into host 1 in the same
+    rack (4 racks x 4 hosts, 4 spines). RoCE runs on a lossless PFC fabric with DCQCN;
+    MRC on the lossy trimming fabric."""
+    fabric = {"pfc": True, "ecn": True} if transport == "roce" else FABRIC
+    return {"name": f"incast-victim-{transport}",
+            "topology": {"kind": "leaf_spine", "leaves": 4, "spines": 4, "hosts_per_leaf": 4, "switch_buffer": buffer},
+            "fabric": fabric, "transport": {"kind": transport},
+            "workload": [{"kind": "incast", "senders": [4, 5, 6, 7, 8, 9, 10], "receiver": 0, "size": size},
+                         {"kind": "flows", "flows": [{"src": 12, "dst": 1, "size": size}]}],
+            "output": {"sample_interval": "0us"}}
+
+
+def victim_and_incast(r) -> Dict[str, float]:
+    """Victim throughput (Gb/s) and the incast flows' Jain index."""
+    f = r.flows
+    victim = flow_gbps(f[f["workload"] == 1])[0]
+    return {"victim_gbps": float(victim), "incast_jain": jain(flow_gbps(f[f["workload"] == 0])),
+            "pfc_pauses": r.summary["pfc_pauses"]}
+
+
+def ring_all_reduce(transport: str, loss: float, hosts: int = 16, size: str = "32MB", seed: int = 2, **topo) -> Dict[str, Any]:
+    """Fig. 16: a ring all-reduce over ``hosts`` hosts in a shuffled ring order, with
+    random loss ``loss`` on every link. ``transport``: ``roce`` (1 QP per neighbour),
+    ``roce16`` (QP-Scaling, 16 QPs spread over the NIC ports) or ``mrc``."""
+    t = multi_plane(**topo)
+    order = list(range(hosts))
+    random.Random(3).shuffle(order)
+    if transport == "mrc":
+        fabric, tr = dict(FABRIC, link_loss=loss), {"kind": "mrc"}
+    else:
+        fabric = {"pfc": True, "ecn": True, "link_loss": loss}
+        tr = {"kind": "roce"} if transport == "roce" else {"kind": "qp_scaling", "qps": 16}
+    return {"name": f"all-reduce-{transport}-{loss}", "seed": seed, "topology": t, "fabric": fabric, "transport": tr,
+            "workload": {"kind": "all_reduce", "hosts": order, "size": size}, "output": {"sample_interval": "0us"}}
+
+
+def busbw(r) -> float:
+    """The all-reduce's bus bandwidth, Gb/s."""
+    return float(r.collectives.iloc[0]["busbw_gbps"])
+
+
+def phases(r, edges_us: List[int], connection: int = 0) -> List[float]:
+    """Mean delivered Gb/s of a connection between consecutive ``edges_us``."""
+    t = r.throughput[r.throughput["connection"] == connection]
+    out = []
+    for a, b in zip(edges_us, edges_us[1:]):
+        w = t[(t["time_ns"] > a * 1000) & (t["time_ns"] <= b * 1000)]
+        out.append(float(w["bytes"].sum() * 8 / ((b - a) * 1000)))
+    return out

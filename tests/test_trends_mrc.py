@@ -1,0 +1,92 @@
+"""MRC's results at small scale (paper section 5.2): each test fails if the mechanism
+behind the trend is missing."""
+
+import pytest
+
+import fabricsim
+from fabricsim.papers import mrc
+
+
+def test_nic_link_failures_track_remaining_capacity_and_recover():
+    # Fig. 9a: 4 x 100G planes; ports fail at 200/400/600 us (the third at the
+    # receiver), recover at 800/1000/1200 us.
+    r = fabricsim.run(mrc.nic_link_failures())
+    got = mrc.phases(r, [60, 200, 260, 400, 460, 600, 660, 800, 860, 1000, 1060, 1200, 1260, 1400])
+    up, one, two, three = got[0], got[2], got[4], got[6]
+    assert up > 360, got
+    # Each phase after a short re-convergence carries what the remaining ports can.
+    assert 0.68 * up < one < 0.82 * up, got
+    assert 0.43 * up < two < 0.57 * up, got
+    assert 0.18 * up < three < 0.32 * up, got
+    # Recovery as links return.
+    assert got[8] > two * 0.9 and got[12] > 0.9 * up, got
+    assert r.summary["flows"]["unfinished"] == 0
+    assert [f["kind"] for f in r.summary["faults"]] == ["link_down"] * 3 + ["link_up"] * 3
+
+
+def test_many_t0_t1_link_failures_cost_little():
+    # Fig. 9c/d: 2 of 8 uplinks of every T0 (64 links) die; static SRv6 keeps
+    # sending into them until the EVs are retired.
+    base = fabricsim.run(mrc.t0_t1_failures(links_per_t0=0))
+    hurt = fabricsim.run(mrc.t0_t1_failures(links_per_t0=2))
+    ratio = hurt.flows["fct_ns"].max() / base.flows["fct_ns"].max()
+    assert ratio < 1.08, ratio
+    assert hurt.summary["ev_retirements"] > 50
+    assert hurt.summary["drops_by_cause"]["link"] > 0
+
+
+def test_one_ev_dropping_20_percent_is_retired_and_replaced_at_line_rate():
+    # Fig. 12/13: learn the EVs, then drop 20 % of one of them.
+    clean = fabricsim.run(mrc.ev_drop(None))
+    paths = clean.paths[clean.paths["plane"] == 0].sort_values("ev")
+    ev = int(paths.iloc[0]["ev"])
+    r = fabricsim.run(mrc.ev_drop(ev))
+    states = r.ev_states[r.ev_states["ev"] == ev]["state"].tolist()
+    assert "retired" in states, states
+    # A backup of the same plane took its place.
+    promoted = r.ev_states[(r.ev_states["state"] == "active") & (r.ev_states["time_ns"] > 0) & (r.ev_states["plane"] == 0)]
+    assert len(promoted) >= 1
+    assert r.flows["fct_ns"].iloc[0] < 1.03 * clean.flows["fct_ns"].iloc[0]
+
+
+def test_ecn_moves_one_of_two_forced_flows_away():
+    # Fig. 14: two flows start on the same path; ECN echoes make one swap EVs.
+    seed = mrc.colliding_seed()
+    r = fabricsim.run(mrc.forced_collision(seed))
+    swaps = r.ev_states[(r.ev_states["state"] == "backup") & (r.ev_states["time_ns"] > 0)]
+    assert len(swaps) >= 1
+    # Once apart both run at line rate: near-ideal completion for both.
+    assert (r.flows["slowdown"] < 1.1).all(), r.flows[["fct_ns", "ideal_fct_ns"]]
+    # Without the ECN swap rule they would share one link the whole time.
+    stuck = fabricsim.run(dict(mrc.forced_collision(seed), transport={"kind": "mrc", "evs": 1, "backup": 4, "ecn_swap": 0}))
+    assert (stuck.flows["slowdown"] > 1.6).all()
+
+
+def test_incast_hurts_the_victim_under_roce_pfc_but_not_under_mrc():
+    # Fig. 18/21: 7:1 incast plus a victim into the same rack.
+    roce = mrc.victim_and_incast(fabricsim.run(mrc.incast_victim("roce")))
+    m = mrc.victim_and_incast(fabricsim.run(mrc.incast_victim("mrc")))
+    assert roce["pfc_pauses"] > 0
+    assert roce["victim_gbps"] < 0.75 * 96, roce
+    assert m["victim_gbps"] > 0.9 * 96, m
+    assert m["incast_jain"] > 0.95, m
+
+
+@pytest.fixture(scope="module")
+def all_reduce_busbw():
+    return {(t, loss): mrc.busbw(fabricsim.run(mrc.ring_all_reduce(t, loss)))
+            for t in ("roce", "roce16", "mrc") for loss in (0.0, 0.001, 0.01)}
+
+
+def test_mrc_all_reduce_beats_roce_with_1_and_16_qps(all_reduce_busbw):
+    b = all_reduce_busbw
+    assert b[("mrc", 0.0)] > b[("roce16", 0.0)] > b[("roce", 0.0)], b
+
+
+def test_random_loss_degrades_roce_far_more_than_mrc(all_reduce_busbw):
+    b = all_reduce_busbw
+    for t in ("roce", "roce16"):
+        # RoCE's go-back-N collapses at 1 % loss; MRC's selective recovery holds.
+        assert b[(t, 0.01)] < 0.2 * b[(t, 0.0)], (t, b)
+    assert b[("mrc", 0.01)] > 0.5 * b[("mrc", 0.0)], b
+    assert b[("mrc", 0.001)] / b[("mrc", 0.0)] > b[("roce16", 0.001)] / b[("roce16", 0.0)], b
