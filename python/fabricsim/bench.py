@@ -22,6 +22,7 @@ from typing import Dict, List, Optional
 CASES: Dict[str, str] = {
     "a": "a_fat_tree_k8_roce.toml",
     "b": "b_fat_tree_k16_roce.toml",
+    "c": "c_fat_tree_k16_mrc.toml",
 }
 
 

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Draws the figures of ``run.py``'s CSVs into ``results/*.png``."""
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+RES = Path(__file__).resolve().parent / "results"
+
+
+def save(fig, name):
+    fig.tight_layout()
+    fig.savefig(RES / f"{name}.png", dpi=110)
+    plt.close(fig)
+    print(RES / f"{name}.png")
+
+
+def fig9a(d):
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    ax.plot(d["time_us"], d["gbps"])
+    for i, t in enumerate((200, 400, 600)):
+        ax.axvline(t, color="r", ls=":", lw=1)
+        ax.axvline(t + 600, color="g", ls=":", lw=1)
+    ax.set(xlabel="time (us)", ylabel="Gb/s", title="Fig. 9a: NIC-T0 links down (red) and up (green), 8 x 100G")
+    save(fig, "fig9a")
+
+
+def fig9c(d):
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    ax.plot(d["failed_uplinks_per_t0"], d["relative"], "o-")
+    ax.set(xlabel="dead uplinks of every T0 (of 8)", ylabel="permutation makespan / healthy",
+           title="Fig. 9c: many T0-T1 links down")
+    save(fig, "fig9c")
+
+
+def fig12(d):
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    ax.plot(d["loss"] * 100, d["relative"], "o-")
+    ax.set(xlabel="drop rate of one EV (%)", ylabel="FCT / no drop", ylim=(0.95, 1.1), title="Fig. 12: one EV drops packets")
+    save(fig, "fig12")
+
+
+def fig14(d):
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), sharey=True)
+    for ax, (v, g) in zip(axes, d.groupby("variant")):
+        for c, h in g.groupby("connection"):
+            ax.plot(h["time_us"], h["gbps"], label=f"flow {c + 1}")
+        ax.set(title=f"Fig. 14: two flows on one EV ({v})", xlabel="time (us)")
+        ax.legend()
+    axes[0].set_ylabel("Gb/s")
+    save(fig, "fig14")
+
+
+def fig16(d):
+    sizes = list(dict.fromkeys(d["size"]))
+    fig, axes = plt.subplots(1, len(sizes), figsize=(4 * len(sizes), 3.2), sharey=True)
+    for ax, s in zip(axes, sizes):
+        g = d[d["size"] == s].pivot(index="loss", columns="transport", values="busbw_gbps")
+        g.index = [f"{x * 100:g}%" for x in g.index]
+        g[["roce", "roce16", "mrc"]].plot.bar(ax=ax, rot=0)
+        ax.set(title=f"Fig. 16: ring all-reduce {s}", xlabel="random loss", ylabel="bus bandwidth (Gb/s)")
+    save(fig, "fig16")
+
+
+def fig18(d):
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    ax.bar(d["variant"], d["victim_gbps"])
+    ax.set(ylabel="victim Gb/s", title="Fig. 18/21: victim beside a 7:1 incast")
+    save(fig, "fig18")
+
+
+def fig20(d):
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    for t, g in d.groupby("transport"):
+        v = g["flow_gbps"].sort_values().to_numpy()
+        ax.plot(v, [i / len(v) for i in range(1, len(v) + 1)], label=t, drawstyle="steps-post")
+    ax.set(xlabel="flow throughput (Gb/s)", ylabel="CDF", title="Fig. 20: permutation, 5 seeds")
+    ax.legend()
+    save(fig, "fig20")
+
+
+if __name__ == "__main__":
+    for name, draw in list(globals().items()):
+        if name.startswith("fig") and (RES / f"{name}.csv").exists():
+            draw(pd.read_csv(RES / f"{name}.csv"))

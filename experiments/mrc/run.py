@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Runs MRC's section-5.2 experiments (and appendix Fig. 20) at a larger scale than the
+test suite and writes one CSV per figure into ``results/``. ``plot.py`` draws them.
+
+    python experiments/mrc/run.py            # everything, about 10 minutes on 1 core
+    python experiments/mrc/run.py fig16      # one figure
+
+The scenarios come from ``fabricsim.papers.mrc``, the same builders the trend tests
+use (tests/test_trends_mrc.py), here with more planes, hosts, sizes and seeds.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+import fabricsim
+from fabricsim.papers import mrc
+from fabricsim.papers.common import flow_gbps
+
+OUT = Path(__file__).resolve().parent / "results"
+
+
+def fig9a() -> pd.DataFrame:
+    """8 x 100G NIC: three NIC-T0 links fail 200 us apart, then recover."""
+    r = fabricsim.run(mrc.nic_link_failures(planes=8, groups=2, hosts_per_group=4, t1_per_plane=4, size="120MB"))
+    t = r.throughput[r.throughput["connection"] == 0]
+    return pd.DataFrame({"time_us": t["time_ns"] / 1e3, "gbps": t["gbps"]})
+
+
+def fig9c() -> pd.DataFrame:
+    """Permutation while 0..4 of every T0's 8 uplinks are dead (static SRv6)."""
+    rows = []
+    base = None
+    for links in range(5):
+        r = fabricsim.run(mrc.t0_t1_failures(links_per_t0=links, size="20MB"))
+        makespan = r.flows["fct_ns"].max()
+        base = base or makespan
+        rows.append({"failed_uplinks_per_t0": links, "capacity_left": 1 - links / 8, "makespan_us": makespan / 1e3,
+                     "relative": makespan / base, "ev_retirements": r.summary["ev_retirements"],
+                     "link_drops": r.summary["drops_by_cause"]["link"]})
+    return pd.DataFrame(rows)
+
+
+def fig12() -> pd.DataFrame:
+    """One EV of plane 0 drops 5..100 % of its packets from 100 us on (16 EVs, 4 planes)."""
+    clean = fabricsim.run(mrc.ev_drop(None))
+    ev = int(clean.paths[clean.paths["plane"] == 0].sort_values("ev").iloc[0]["ev"])
+    rows = [{"loss": 0.0, "fct_us": clean.flows["fct_ns"].iloc[0] / 1e3, "relative": 1.0, "retired_at_us": None}]
+    for loss in (0.05, 0.2, 0.5, 1.0):
+        r = fabricsim.run(mrc.ev_drop(ev, loss=loss))
+        s = r.ev_states[(r.ev_states["ev"] == ev) & (r.ev_states["state"] == "retired")]
+        rows.append({"loss": loss, "fct_us": r.flows["fct_ns"].iloc[0] / 1e3,
+                     "relative": r.flows["fct_ns"].iloc[0] / clean.flows["fct_ns"].iloc[0],
+                     "retired_at_us": s["time_ns"].min() / 1e3 if len(s) else None})
+    return pd.DataFrame(rows)
+
+
+def fig14() -> pd.DataFrame:
+    """Two flows forced onto one EV, with and without the ECN swap rule."""
+    seed = mrc.colliding_seed()
+    out = []
+    for label, tr in (("ecn_swap", {"kind": "mrc", "evs": 1, "backup": 4}),
+                      ("no_swap", {"kind": "mrc", "evs": 1, "backup": 4, "ecn_swap": 0})):
+        r = fabricsim.run(dict(mrc.forced_collision(seed, size="40MB"), transport=tr))
+        t = r.throughput.copy()
+        t["variant"] = label
+        out.append(t.assign(time_us=t["time_ns"] / 1e3)[["variant", "connection", "time_us", "gbps"]])
+    return pd.concat(out)
+
+
+def fig16() -> pd.DataFrame:
+    """Ring all-reduce over 16 hosts (4 x 100G planes for MRC; RoCE with 1 and 16 QPs),
+    sizes 8-64 MB, random loss 0 / 0.1 % / 1 % on every link."""
+    rows = []
+    for size in ("8MB", "32MB", "64MB"):
+        for t in ("roce", "roce16", "mrc"):
+            for loss in (0.0, 0.001, 0.01):
+                r = fabricsim.run(mrc.ring_all_reduce(t, loss, size=size))
+                rows.append({"size": size, "transport": t, "loss": loss, "busbw_gbps": mrc.busbw(r),
+                             "finished": r.summary["flows"]["unfinished"] == 0})
+    return pd.DataFrame(rows)
+
+
+def fig18() -> pd.DataFrame:
+    """7:1 incast plus a victim in the target's rack: RoCE (PFC only), RoCE+DCQCN+PFC, MRC."""
+    rows = []
+    for label in ("roce_pfc_only", "roce_dcqcn", "mrc"):
+        sc = mrc.incast_victim("mrc" if label == "mrc" else "roce")
+        if label == "roce_pfc_only":
+            sc["transport"] = {"kind": "roce", "cc": "none"}
+        r = fabricsim.run(sc)
+        v = mrc.victim_and_incast(r)
+        incast = flow_gbps(r.flows[r.flows["workload"] == 0])
+        rows.append({"variant": label, **v, "incast_min_gbps": incast.min(), "incast_max_gbps": incast.max()})
+    return pd.DataFrame(rows)
+
+
+def fig20() -> pd.DataFrame:
+    """Appendix Fig. 20: two racks send one-to-one to the other two (4 racks x 4 hosts,
+    4 spines, single plane): per-flow throughput for RoCE 1 QP, RoCE 8 QPs, MRC."""
+    rows = []
+    for seed in range(1, 6):
+        flows = [{"src": s, "dst": s + 8, "size": "16MB"} for s in range(8)]
+        for label, fabric, tr in (("roce", {"pfc": True, "ecn": True}, {"kind": "roce"}),
+                                  ("roce8", {"pfc": True, "ecn": True}, {"kind": "qp_scaling", "qps": 8}),
+                                  ("mrc", mrc.FABRIC | {"routing": "ecmp"}, {"kind": "mrc"})):
+            r = fabricsim.run({"seed": seed, "topology": {"kind": "leaf_spine", "leaves": 4, "spines": 4, "hosts_per_leaf": 4},
+                               "fabric": fabric, "transport": tr, "workload": {"kind": "flows", "flows": flows},
+                               "output": {"sample_interval": "0us", "plots": False}})
+            for g in flow_gbps(r.flows):
+                rows.append({"seed": seed, "transport": label, "flow_gbps": g})
+    return pd.DataFrame(rows)
+
+
+FIGURES = {"fig9a": fig9a, "fig9c": fig9c, "fig12": fig12, "fig14": fig14, "fig16": fig16, "fig18": fig18, "fig20": fig20}
+
+
+def main(names) -> None:
+    OUT.mkdir(exist_ok=True)
+    for name in names or FIGURES:
+        if name not in FIGURES:
+            sys.exit(f"unknown figure {name!r} (allowed: {', '.join(FIGURES)})")
+        t0 = time.time()
+        df = FIGURES[name]()
+        df.to_csv(OUT / f"{name}.csv", index=False)
+        print(f"{name}: {len(df)} rows in {time.time() - t0:.0f} s -> {OUT / (name + '.csv')}")
+        if len(df) <= 60:
+            print(df.to_string(index=False))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
