@@ -80,7 +80,7 @@ def test_an_mrc_flow_shows_srv6_destinations_and_the_entropy_values_it_used(tmp_
     rows = tshark(out / "capture.pcap", "infiniband.bth.opcode", "infiniband.bth.psn", "ipv6.dst", "udp.srcport", "ipv6.src")
     # Data from host 0 (fd00:: on NIC port 0, fd00::1:0:0 on port 1) arrives with the
     # uSID container left after the switches' shifts.
-    data = [r for r in rows if r[4] in ("fd00::", "fd00::1:0:0") and r[0] in ("6", "7", "8", "10")]
+    data = [r for r in rows if r[4] in ("fd00::", "fd00::1:0:0") and r[0] in ("6", "7", "9")]
     assert data and len(data) == s["data_packets_sent"]
     assert all(r[2].startswith("fcbb:bb00:") for r in data), data[:3]
     # The UDP source ports are the low 16 bits of the EVs paths.parquet counted.
@@ -90,6 +90,8 @@ def test_an_mrc_flow_shows_srv6_destinations_and_the_entropy_values_it_used(tmp_
     # Every PSN of the message went out at least once.
     psns = {int(r[1]) for r in data}
     assert len(psns) == -(-400_000 // 4096)
+    # The message ends with an RDMA WRITE with immediate (LAST_IMM, 9) on its last PSN.
+    assert {int(r[1]) for r in data if r[0] == "9"} == {max(psns)}
 
 
 def test_a_bad_capture_spec_is_refused_before_anything_is_written(tmp_path):

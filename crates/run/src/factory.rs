@@ -122,6 +122,8 @@ pub struct MrcSpec {
     pub min_rto: Dur,
     /// Largest RTO.
     pub max_rto: Dur,
+    /// WRITE with immediate at message ends.
+    pub write_imm: bool,
     /// Window cut on a trim.
     pub md: f64,
     /// Largest window in BDPs.
@@ -279,6 +281,7 @@ pub fn endpoint_pair(
                 reo: s.reo.unwrap_or(ctx.base_rtt.max(Dur::from_us(2))),
                 min_rto: s.min_rto,
                 max_rto: s.max_rto,
+                write_imm: s.write_imm,
             };
             let rcfg = SprayResponderConfig {
                 window: u32::MAX,

@@ -415,6 +415,7 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
                 reo: r.duration("reo")?,
                 min_rto: positive_duration(&mut r, "min_rto", Dur::from_us(50))?,
                 max_rto: positive_duration(&mut r, "max_rto", Dur::from_ms(1))?,
+                write_imm: r.bool("write_imm", true)?,
                 md: r.float("md", 0.5, 0.0, 1.0)?,
                 cwnd_max: r.float("cwnd_max", 1.5, 0.1, 100.0)?,
                 reverse_probe: r.duration("reverse_probe")?,

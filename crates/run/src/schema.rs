@@ -206,6 +206,7 @@ const MRC: &[Param] = &[
     p("reo", Ty::Duration, "auto", "Initial RACK reordering window: a packet sent this long before an acknowledged one is lost; it doubles on each spurious retransmission (RFC 8985) up to the smoothed RTT; auto = the base RTT."),
     p("min_rto", Ty::Duration, "50us", "Smallest retransmission timeout."),
     p("max_rto", Ty::Duration, "1ms", "Largest retransmission timeout."),
+    p("write_imm", Ty::Bool, "true", "End every message with an RDMA WRITE with immediate (opcode LAST_IMM / ONLY_IMM, the message number as immediate data), MRC's completion signal: the receiver completes the message only once every packet is placed. false: plain WRITEs."),
     p("md", Ty::Float, "0.5", "Window cut on a trim NACK (at most once per RTT)."),
     p("cwnd_max", Ty::Float, "1.5", "Largest window, in BDPs of the whole NIC (the window starts at one BDP)."),
     p("reverse_probe", Ty::Duration, "auto", "The receiver probes a random reverse EV this often while data arrives (MRC section 2.4); auto = base RTT."),

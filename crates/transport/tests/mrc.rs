@@ -40,6 +40,7 @@ fn cfg() -> MrcConfig {
         reo: Dur::from_us(2),
         min_rto: Dur::from_us(50),
         max_rto: Dur::from_ms(1),
+        write_imm: true,
     }
 }
 
@@ -89,6 +90,44 @@ fn consecutive_packets_use_different_evs() {
         s.dedup();
         assert_eq!(s.len(), 16, "one rotation uses all 16 EVs once");
     }
+}
+
+#[test]
+fn messages_end_with_write_with_immediate_even_when_the_last_packet_overtakes() {
+    // The last packet of each message is LAST_IMM (or ONLY_IMM) carrying the message
+    // number; delaying it so it arrives before the others must not complete the
+    // message early: the receiver completes it once every packet is placed.
+    let mut p = pair(7);
+    let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let s = seen.clone();
+    p.fate = Box::new(move |side, pkt: &mut Packet, _| {
+        if side == 0 && pkt.is_data() {
+            s.borrow_mut().push((pkt.bth.opcode, pkt.bth.psn, pkt.hdrs & fabricsim_wire::hdr::IMM != 0, pkt.imm));
+        }
+        (false, false)
+    });
+    p.delay_of = Some(Box::new(|side, pkt: &Packet| {
+        if side == 0 && pkt.is_data() && pkt.bth.psn < 9 { Dur::from_us(30) } else { Dur::from_us(2) }
+    }));
+    p.post(Message { seq: 0, len: 10 * 4096, va: 0, rkey: 1 });
+    p.post(Message { seq: 1, len: 100, va: 0, rkey: 1 });
+    p.run(Time::MAX);
+    let done = p.received();
+    assert!(done[0].1 >= Time::ZERO + Dur::from_us(30), "completed before its delayed packets: {done:?}");
+    let seen = seen.borrow();
+    use fabricsim_wire::opcode::*;
+    let imm: Vec<_> = seen.iter().filter(|s| s.2).collect();
+    assert_eq!(imm, [&(RC_WRITE_LAST_IMM, 9, true, 0), &(RC_WRITE_ONLY_IMM, 10, true, 1)]);
+    assert!(seen.iter().all(|s| s.2 == (s.0 == RC_WRITE_LAST_IMM || s.0 == RC_WRITE_ONLY_IMM)));
+    assert_eq!(done.len(), 2);
+
+    let mut plain = cfg();
+    plain.write_imm = false;
+    let s = MrcSender::new(info(0, 1), plain, Time::ZERO, Rng::new(1));
+    let mut s = AnyEndpoint::Mrc(s);
+    s.post(Time::ZERO, Message { seq: 0, len: 100, va: 0, rkey: 1 });
+    let fabricsim_transport::Poll::Send(pkt) = s.poll_transmit(Time::ZERO, 0) else { panic!("nothing to send") };
+    assert_eq!(pkt.bth.opcode, RC_WRITE_ONLY);
 }
 
 #[test]

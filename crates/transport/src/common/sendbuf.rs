@@ -62,6 +62,8 @@ pub struct SendBuffer {
     newest_acked_sent: Time,
     /// New PSNs are only sent below `una + window` (the receiver's bitmap).
     window: u32,
+    /// The last packet of a message is a WRITE with immediate (its sequence number).
+    imm: bool,
 }
 
 impl SendBuffer {
@@ -80,6 +82,8 @@ impl SendBuffer {
             events: VecDeque::new(),
             newest_acked_sent: Time::ZERO,
             window: u32::MAX,
+
+            imm: false,
         }
     }
 
@@ -87,6 +91,13 @@ impl SendBuffer {
     /// bitmap silently drops what lies beyond it).
     pub fn with_window(mut self, window: u32) -> SendBuffer {
         self.window = window.max(1);
+        self
+    }
+
+    /// Ends every message with an RDMA WRITE with immediate (`LAST_IMM` / `ONLY_IMM`)
+    /// carrying the message's sequence number, as MRC does to signal completion.
+    pub fn with_imm(mut self, imm: bool) -> SendBuffer {
+        self.imm = imm;
         self
     }
 
@@ -204,11 +215,14 @@ impl SendBuffer {
         let offset = k * self.mtu as u64;
         let payload = m.msg.len.saturating_sub(offset).min(self.mtu as u64) as u32;
         let (first, last) = (k == 0, k + 1 == m.npkts as u64);
-        let op = match (first, last) {
-            (true, true) => opcode::RC_WRITE_ONLY,
-            (true, false) => opcode::RC_WRITE_FIRST,
-            (false, true) => opcode::RC_WRITE_LAST,
-            (false, false) => opcode::RC_WRITE_MIDDLE,
+        let imm = last && self.imm;
+        let op = match (first, last, imm) {
+            (true, true, false) => opcode::RC_WRITE_ONLY,
+            (true, true, true) => opcode::RC_WRITE_ONLY_IMM,
+            (true, false, _) => opcode::RC_WRITE_FIRST,
+            (false, true, false) => opcode::RC_WRITE_LAST,
+            (false, true, true) => opcode::RC_WRITE_LAST_IMM,
+            (false, false, _) => opcode::RC_WRITE_MIDDLE,
         };
         let mut net = NetHdr {
             src: info.local_host,
@@ -222,7 +236,8 @@ impl SendBuffer {
             net,
             bth: Bth { opcode: op, ack_req: true, dest_qp: info.remote_qpn, psn },
             payload,
-            hdrs: hdr::RETH | hdr::EXT,
+            hdrs: hdr::RETH | hdr::EXT | if imm { hdr::IMM } else { 0 },
+            imm: if imm { m.msg.seq } else { 0 },
             reth: Reth { va: m.msg.va + offset, rkey: m.msg.rkey, len: m.msg.len.min(u32::MAX as u64) as u32 },
             ext: Ext {
                 ev,

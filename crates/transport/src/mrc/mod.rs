@@ -45,6 +45,8 @@ pub struct MrcConfig {
     pub min_rto: Dur,
     /// Largest retransmission timeout.
     pub max_rto: Dur,
+    /// End messages with WRITE with immediate (MRC's completion signal).
+    pub write_imm: bool,
 }
 
 /// The sending side of an MRC connection.
@@ -74,7 +76,7 @@ impl MrcSender {
     /// A sender for `info` (planes `info.first_port .. + info.ports`), starting at `now`.
     pub fn new(info: ConnInfo, cfg: MrcConfig, now: Time, rng: Rng) -> MrcSender {
         MrcSender {
-            buf: SendBuffer::new(info.mtu),
+            buf: SendBuffer::new(info.mtu).with_imm(cfg.write_imm),
             evs: EvSets::new(cfg.evs, info.first_port, info.ports, now, rng),
             cc: MrcCc::new(cfg.cc),
             rtt: RttEstimator::new(cfg.min_rto, cfg.max_rto),
