@@ -312,7 +312,7 @@ pub const CATALOG: &[Section] = &[
     Section { section: "workload", kind: Some("incast"), doc: "N senders to one receiver.", params: W_INCAST },
     Section { section: "workload", kind: Some("all_to_all"), doc: "Every host to every other.", params: W_ALL_TO_ALL },
     Section { section: "workload", kind: Some("all_reduce"), doc: "Ring all-reduce in 2(N-1) dependent steps.", params: W_ALL_REDUCE },
-    Section { section: "faults", kind: None, doc: "One [[faults]] entry; hosts, switches and ports are named as in the output (see README).", params: FAULTS },
+    Section { section: "faults", kind: None, doc: "One [[faults]] entry. Names (as in ports.parquet): switches leaf[i], spine[i] (leaf_spine), edge[i], agg[i], core[i] (fat_tree), t0[p*groups+g], t1[p*t1_per_plane+k] (multi_plane, plane p); ports <switch>.up[j] (toward higher tiers) and <switch>.down[j] (toward hosts), numbered per switch; host[h].nic[p] for host h's NIC port p. A cable is named by either end's port.", params: FAULTS },
     Section { section: "output", kind: None, doc: "Recording.", params: OUTPUT },
 ];
 

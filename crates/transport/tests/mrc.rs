@@ -106,9 +106,16 @@ fn messages_end_with_write_with_immediate_even_when_the_last_packet_overtakes() 
         }
         (false, false)
     });
-    p.delay_of = Some(Box::new(|side, pkt: &Packet| {
-        if side == 0 && pkt.is_data() && pkt.bth.psn < 9 { Dur::from_us(30) } else { Dur::from_us(2) }
-    }));
+    p.delay_of =
+        Some(Box::new(
+            |side, pkt: &Packet| {
+                if side == 0 && pkt.is_data() && pkt.bth.psn < 9 {
+                    Dur::from_us(30)
+                } else {
+                    Dur::from_us(2)
+                }
+            },
+        ));
     p.post(Message { seq: 0, len: 10 * 4096, va: 0, rkey: 1 });
     p.post(Message { seq: 1, len: 100, va: 0, rkey: 1 });
     p.run(Time::MAX);

@@ -22,3 +22,25 @@ pub use recvwin::{Arrival, RecvWindow};
 pub use responder::{SprayResponder, SprayResponderConfig};
 pub use rtt::RttEstimator;
 pub use sendbuf::{PsnRecord, SendBuffer};
+
+use crate::conn::ConnInfo;
+use fabricsim_wire::{hdr, Bth, Ecn, NetHdr, Packet, TrafficClass};
+
+/// A control packet (opcode `op`, extension header, control class, not ECN-capable)
+/// from `info`'s local end to its peer on entropy value `ev`.
+pub fn control_packet(info: &ConnInfo, op: u8, ev: u32) -> Packet {
+    let mut net = NetHdr {
+        src: info.local_host,
+        dst: info.remote_host,
+        class: TrafficClass::Control,
+        ecn: Ecn::NotEct,
+        ..Default::default()
+    };
+    net.set_entropy(ev);
+    Packet {
+        net,
+        bth: Bth { opcode: op, ack_req: false, dest_qp: info.remote_qpn, psn: 0 },
+        hdrs: hdr::EXT,
+        ..Default::default()
+    }
+}

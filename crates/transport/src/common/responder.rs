@@ -11,7 +11,7 @@ use super::recvwin::{Arrival, RecvWindow};
 use crate::conn::{AppEvent, ConnInfo, EndpointStats, Message, Poll};
 use crate::Endpoint;
 use fabricsim_engine::{Dur, Rng, Time};
-use fabricsim_wire::{hdr, opcode, Bth, Ecn, Ext, NetHdr, Packet, TrafficClass};
+use fabricsim_wire::{opcode, Ecn, Ext, Packet};
 use std::collections::VecDeque;
 
 /// How a [`SprayResponder`] behaves.
@@ -83,20 +83,7 @@ impl SprayResponder {
     }
 
     fn control(&self, op: u8, ev: u32) -> Packet {
-        let mut net = NetHdr {
-            src: self.info.local_host,
-            dst: self.info.remote_host,
-            class: TrafficClass::Control,
-            ecn: Ecn::NotEct,
-            ..Default::default()
-        };
-        net.set_entropy(ev);
-        Packet {
-            net,
-            bth: Bth { opcode: op, ack_req: false, dest_qp: self.info.remote_qpn, psn: 0 },
-            hdrs: hdr::EXT,
-            ..Default::default()
-        }
+        super::control_packet(&self.info, op, ev)
     }
 
     /// Queues `pkt` to leave from the port answering `arrival_port`.

@@ -15,7 +15,8 @@
 //! extension header (entropy value, send timestamp, first PSN of their message), which
 //! is what lets a receiver place them in any order.
 
-use crate::conn::{AppEvent, ConnInfo, Message};
+use super::PathStats;
+use crate::conn::{AppEvent, ConnInfo, EndpointStats, Message};
 use fabricsim_engine::{Dur, Time};
 use fabricsim_wire::{hdr, opcode, Bth, Ecn, Ext, NetHdr, Packet, Reth, TrafficClass};
 use std::collections::VecDeque;
@@ -175,6 +176,32 @@ impl SendBuffer {
             }
         }
         self.window_open().then_some((self.next_new, None))
+    }
+
+    /// Sends `psn` (from [`take_next`](Self::take_next)) on `ev` from NIC port `port`:
+    /// builds the packet, records the send, and counts it for the path (`path`, if the
+    /// EV is tracked) and the endpoint. `retx`: it was sent before.
+    #[allow(clippy::too_many_arguments)]
+    pub fn send(
+        &mut self,
+        info: &ConnInfo,
+        psn: u32,
+        ev: u32,
+        port: u8,
+        now: Time,
+        retx: bool,
+        path: Option<&mut PathStats>,
+        stats: &mut EndpointStats,
+    ) -> Packet {
+        let pkt = self.build(info, psn, ev, now, retx);
+        self.record_send(psn, ev, port, now);
+        if let Some(s) = path {
+            s.packets += 1;
+            s.retransmissions += u64::from(retx);
+        }
+        stats.data_sent += 1;
+        stats.retransmitted += u64::from(retx);
+        pkt
     }
 
     /// Records that `psn` (from [`take_next`](Self::take_next)) is being sent now on

@@ -174,25 +174,14 @@ impl Endpoint for MprdmaSender {
     }
 
     fn poll_transmit(&mut self, now: Time, port: u8) -> Poll {
-        loop {
-            let Some(ev) = self.credits.pop_front() else { return Poll::Idle };
-            let Some((psn, old)) = self.buf.take_next() else {
-                self.credits.clear();
-                return Poll::Idle;
-            };
-            let ev = if old == Some(ev) { self.random_path(old) } else { ev };
-            let retx = old.is_some();
-            let pkt = self.buf.build(&self.info, psn, ev, now, retx);
-            self.buf.record_send(psn, ev, port, now);
-            let ps = &mut self.paths[ev as usize];
-            ps.packets += 1;
-            self.stats.data_sent += 1;
-            if retx {
-                ps.retransmissions += 1;
-                self.stats.retransmitted += 1;
-            }
-            return Poll::Send(pkt);
-        }
+        let Some(ev) = self.credits.pop_front() else { return Poll::Idle };
+        let Some((psn, old)) = self.buf.take_next() else {
+            self.credits.clear();
+            return Poll::Idle;
+        };
+        let ev = if old == Some(ev) { self.random_path(old) } else { ev };
+        let path = Some(&mut self.paths[ev as usize]);
+        Poll::Send(self.buf.send(&self.info, psn, ev, port, now, old.is_some(), path, &mut self.stats))
     }
 
     fn poll_timeout(&self) -> Option<Time> {

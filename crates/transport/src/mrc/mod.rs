@@ -29,7 +29,7 @@ use crate::common::{PathLog, PathStats, PsnRecord, RttEstimator, SendBuffer};
 use crate::conn::{AppEvent, ConnInfo, EndpointStats, Message, Poll};
 use crate::Endpoint;
 use fabricsim_engine::{Dur, Rng, Time};
-use fabricsim_wire::{hdr, opcode, Bth, Ecn, Ext, NetHdr, Packet, TrafficClass};
+use fabricsim_wire::{opcode, Ext, Packet};
 use std::collections::VecDeque;
 
 /// MRC parameters.
@@ -186,20 +186,7 @@ impl MrcSender {
     }
 
     fn control(&self, op: u8, ev: u32) -> Packet {
-        let mut net = NetHdr {
-            src: self.info.local_host,
-            dst: self.info.remote_host,
-            class: TrafficClass::Control,
-            ecn: Ecn::NotEct,
-            ..Default::default()
-        };
-        net.set_entropy(ev);
-        Packet {
-            net,
-            bth: Bth { opcode: op, ack_req: false, dest_qp: self.info.remote_qpn, psn: 0 },
-            hdrs: hdr::EXT,
-            ..Default::default()
-        }
+        crate::common::control_packet(&self.info, op, ev)
     }
 }
 
@@ -290,20 +277,8 @@ impl Endpoint for MrcSender {
             }
             return idle;
         };
-        let retx = old.is_some();
-        let pkt = self.buf.build(&self.info, psn, ev, now, retx);
-        self.buf.record_send(psn, ev, port, now);
-        if let Some(s) = self.evs.stats_mut(ev) {
-            s.packets += 1;
-            if retx {
-                s.retransmissions += 1;
-            }
-        }
-        self.stats.data_sent += 1;
-        if retx {
-            self.stats.retransmitted += 1;
-        }
-        Poll::Send(pkt)
+        let path = self.evs.stats_mut(ev);
+        Poll::Send(self.buf.send(&self.info, psn, ev, port, now, old.is_some(), path, &mut self.stats))
     }
 
     fn poll_timeout(&self) -> Option<Time> {

@@ -113,17 +113,8 @@ impl Endpoint for StellarSender {
         }
         let Some((psn, old)) = self.buf.take_next() else { return Poll::Idle };
         let ev = self.sel.choose(&mut self.rng, old);
-        let retx = old.is_some();
-        let pkt = self.buf.build(&self.info, psn, ev, now, retx);
-        self.buf.record_send(psn, ev, port, now);
-        let ps = &mut self.paths[ev as usize];
-        ps.packets += 1;
-        self.stats.data_sent += 1;
-        if retx {
-            ps.retransmissions += 1;
-            self.stats.retransmitted += 1;
-        }
-        Poll::Send(pkt)
+        let path = Some(&mut self.paths[ev as usize]);
+        Poll::Send(self.buf.send(&self.info, psn, ev, port, now, old.is_some(), path, &mut self.stats))
     }
 
     fn poll_timeout(&self) -> Option<Time> {
