@@ -288,6 +288,27 @@ impl Fabric {
         self.pool.free(slot);
     }
 
+    /// Starts loading the port an upcoming event will touch into the cache. Large
+    /// fabrics are memory-latency bound (a port per hop, thousands of ports), so the
+    /// run loop calls this for the next event while it handles the current one.
+    #[inline]
+    pub fn prefetch(&self, ev: &FabricEvent) {
+        let (FabricEvent::TxDone(p) | FabricEvent::Arrive(p) | FabricEvent::Pfc(p, ..)) = *ev;
+        if let Some(port) = self.ports.get(p as usize) {
+            let at = port as *const Port as *const i8;
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: prefetching is a hint; it never faults, and `at` points into a live
+            // `Port` whose first two cache lines (`repr(C)`, see `Port`) are in bounds.
+            unsafe {
+                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+                _mm_prefetch::<_MM_HINT_T0>(at);
+                _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(64));
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            let _ = at;
+        }
+    }
+
     /// Handles one fabric event.
     #[inline]
     pub fn handle<E: From<FabricEvent> + Copy>(

@@ -146,7 +146,7 @@ pub fn flow_table(sim: &Sim) -> Table {
                     .collect(),
             ),
         )
-        .push("retransmitted_packets", Column::U64(sim.msgs.iter().map(|m| m.retransmitted).collect()))
+        .push("retransmitted_packets", Column::U64(sim.message_retransmissions()))
         .push("workload", Column::U32(sim.plan.messages.iter().map(|m| m.workload).collect()))
         .push(
             "collective",

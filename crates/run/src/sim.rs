@@ -495,6 +495,9 @@ impl Sim {
                 self.sample(stop);
                 return Ending::StopTime;
             }
+            if let Some(Event::Fabric(next)) = self.q.peek() {
+                self.fabric.prefetch(next);
+            }
             match ev {
                 Event::Fabric(fe) => {
                     match self.fabric.handle(now, fe, &mut self.q) {
@@ -721,6 +724,26 @@ impl Sim {
             for q in 0..conn.qps {
                 for s in self.eps[(conn.first_ep + 2 * q) as usize].path_stats() {
                     out.push((c as u32, q, s));
+                }
+            }
+        }
+        out
+    }
+
+    /// Packets of each message sent more than once: the counts reported with each
+    /// acknowledgement, and for messages the run ended on before their acknowledgement
+    /// came back, the sender's count so far.
+    pub fn message_retransmissions(&self) -> Vec<u64> {
+        let mut out: Vec<u64> = self.msgs.iter().map(|m| m.retransmitted).collect();
+        let mut pending = Vec::new();
+        for conn in &self.conns {
+            for q in 0..conn.qps {
+                pending.clear();
+                self.eps[(conn.first_ep + 2 * q) as usize].unacked_retransmissions(&mut pending);
+                for &(seq, n) in &pending {
+                    if let Some(&m) = conn.msgs[q as usize].get(seq as usize) {
+                        out[m as usize] += n;
+                    }
                 }
             }
         }

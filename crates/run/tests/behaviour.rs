@@ -219,5 +219,9 @@ proptest! {
         if loss > 0.0 {
             prop_assert!(r.summary["drops"].as_u64().unwrap() > 0);
         }
+        // Every retransmission is charged to its message, also for messages whose
+        // acknowledgement had not come back when the run ended.
+        let per_flow: u64 = col_u64(&r.flows, "retransmitted_packets").iter().sum();
+        prop_assert_eq!(per_flow, r.summary["retransmitted_packets"].as_u64().unwrap());
     }
 }

@@ -96,4 +96,7 @@ impl Endpoint for AnyEndpoint {
     fn ooo(&self) -> Option<&OooHistogram> {
         dispatch!(self, e => e.ooo())
     }
+    fn unacked_retransmissions(&self, out: &mut Vec<(u32, u64)>) {
+        dispatch!(self, e => e.unacked_retransmissions(out))
+    }
 }

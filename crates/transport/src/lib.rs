@@ -88,4 +88,8 @@ pub trait Endpoint {
     fn ooo(&self) -> Option<&common::OooHistogram> {
         None
     }
+    /// Requesters: `(seq, packets sent more than once)` for every message not yet
+    /// reported [`AppEvent::Acked`] (a run ends when the last byte is placed, before
+    /// the last acknowledgements come back), appended to `out`.
+    fn unacked_retransmissions(&self, _out: &mut Vec<(u32, u64)>) {}
 }

@@ -228,6 +228,11 @@ impl SendBuffer {
         }
     }
 
+    /// `(seq, retransmitted packets)` of every message not yet fully acknowledged.
+    pub fn unacked_retransmissions(&self, out: &mut Vec<(u32, u64)>) {
+        out.extend(self.msgs.iter().map(|m| (m.msg.seq, m.retx)));
+    }
+
     fn msg_of(&self, psn: u32) -> Option<usize> {
         let i = self.msgs.partition_point(|m| m.first_psn + m.npkts <= psn);
         (i < self.msgs.len() && self.msgs[i].first_psn <= psn).then_some(i)

@@ -191,6 +191,10 @@ impl MrcSender {
 }
 
 impl Endpoint for MrcSender {
+    fn unacked_retransmissions(&self, out: &mut Vec<(u32, u64)>) {
+        self.buf.unacked_retransmissions(out);
+    }
+
     fn on_packet(&mut self, now: Time, pkt: &Packet) {
         match pkt.bth.opcode {
             opcode::X_SACK => self.on_sack(now, &pkt.ext),

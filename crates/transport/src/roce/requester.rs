@@ -149,6 +149,10 @@ impl RoceRequester {
 }
 
 impl Endpoint for RoceRequester {
+    fn unacked_retransmissions(&self, out: &mut Vec<(u32, u64)>) {
+        out.extend(self.msgs.iter().map(|m| (m.msg.seq, m.retx)));
+    }
+
     fn on_packet(&mut self, now: Time, pkt: &Packet) {
         if self.failed {
             return;

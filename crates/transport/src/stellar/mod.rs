@@ -84,6 +84,10 @@ impl StellarSender {
 }
 
 impl Endpoint for StellarSender {
+    fn unacked_retransmissions(&self, out: &mut Vec<(u32, u64)>) {
+        self.buf.unacked_retransmissions(out);
+    }
+
     fn on_packet(&mut self, now: Time, pkt: &Packet) {
         if pkt.bth.opcode == opcode::X_ACK {
             self.on_ack(now, &pkt.ext);

@@ -241,6 +241,10 @@ impl UdmpSender {
 }
 
 impl Endpoint for UdmpSender {
+    fn unacked_retransmissions(&self, out: &mut Vec<(u32, u64)>) {
+        self.buf.unacked_retransmissions(out);
+    }
+
     fn on_packet(&mut self, now: Time, pkt: &Packet) {
         match pkt.bth.opcode {
             opcode::X_ACK => self.on_ack(now, &pkt.ext),
