@@ -1,0 +1,191 @@
+"""STELLAR (Alibaba, SIGCOMM '25): the multipath experiments of its section 7.2.
+
+The sending RNIC sprays every RDMA connection over N paths (``transport = {kind =
+"stellar", paths = N, path_algo = ...}``); switches stay plain ECMP and hash each path's
+UDP source port. The figures are reproduced here as trends:
+
+- Fig. 12: ToR uplink imbalance falls as the number of paths grows
+  (:func:`fat_tree_permutation`, :func:`imbalance`, with :func:`hash_imbalance` as the
+  balls-into-bins reference).
+- Fig. 11: random drop on one link costs almost nothing with 128 paths
+  (:func:`leaf_spine_permutation`, :func:`solo_uplink`, :func:`worst_slowdown`; and
+  :func:`leaf_spine_all_reduce` for the paper's collective).
+- Fig. 9: ToR queue depth of the path-selection algorithms at 4 and 128 paths
+  (:func:`fat_tree_permutation` with ``algo``, :func:`queue_depth`).
+
+The fabric is fabricsim's default (PFC and ECN on), as in the paper's RoCE network; only
+the transport changes. The paper's HPN fabric (60 aggregation switches, 2 x 200G NIC
+ports, 960-GPU all-reduce) is scaled down by the arguments.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+import pandas as pd
+
+#: The path-selection algorithms of Fig. 9, as ``path_algo`` values.
+ALGOS = ("obs", "rr", "dwrr", "best_rtt", "mprdma")
+
+#: The path counts of Fig. 12, plus the single path.
+PATHS = (1, 4, 8, 16, 32, 64, 128, 256)
+
+
+def transport(paths: int, algo: Optional[str] = None) -> Dict[str, Any]:
+    """A STELLAR transport over ``paths`` paths. One path means ``path_algo =
+    "single"``; otherwise ``algo`` defaults to oblivious spraying (OBS, the paper's
+    production choice)."""
+    if paths == 1:
+        return {"kind": "stellar", "paths": 1, "path_algo": "single"}
+    return {"kind": "stellar", "paths": paths, "path_algo": algo or "obs"}
+
+
+# --- Fig. 12 (and Fig. 9's setting): a fat-tree permutation -------------------------
+
+def fat_tree_permutation(paths: int, k: int = 8, size: str = "2MB", seed: int = 1, algo: Optional[str] = None,
+                         sample_interval: str = "20us") -> Dict[str, Any]:
+    """Every host of a k-ary fat-tree sends ``size`` to a distinct random host over
+    ``paths`` paths. Edge switches are the ToRs; each has k/2 uplinks."""
+    return {"name": f"stellar-permutation-{paths}", "seed": seed, "topology": {"kind": "fat_tree", "k": k},
+            "transport": transport(paths, algo), "workload": {"kind": "permutation", "size": size},
+            "output": {"sample_interval": sample_interval}}
+
+
+def _up_ports(r, tier: str) -> pd.DataFrame:
+    ports = r.ports
+    return ports[ports["port"].str.startswith(f"{tier}[") & ports["port"].str.contains(r"\.up\[", regex=True)]
+
+
+def uplink_bytes(r, uplinks: int, tier: str = "edge") -> pd.DataFrame:
+    """Bytes each up port of each ``tier`` switch sent over the run: one row per switch
+    index, one column per up port. A port that never sent is 0 (the port table has rows
+    only for ports active in an interval). Needs port sampling on."""
+    p = _up_ports(r, tier)
+    idx = p["port"].astype(str).str.extract(rf"^{tier}\[(\d+)\]\.up\[(\d+)\]$").astype(int)
+    tot = p.assign(switch=idx[0].to_numpy(), up=idx[1].to_numpy()).groupby(["switch", "up"])["tx_bytes"].sum()
+    return tot.unstack("up").reindex(columns=range(uplinks)).fillna(0)
+
+
+def imbalance(r, uplinks: int, tier: str = "edge") -> float:
+    """Fig. 12's metric: for every ToR (``tier`` switch) whose uplinks carried traffic,
+    (max - min) / sum of the bytes its ``uplinks`` up ports sent, averaged over the ToRs.
+    0 is perfect balance; 1 means one uplink carried everything."""
+    b = uplink_bytes(r, uplinks, tier).to_numpy(dtype=float)
+    b = b[b.sum(axis=1) > 0]
+    return float(np.mean((b.max(axis=1) - b.min(axis=1)) / b.sum(axis=1)))
+
+
+def hash_imbalance(flows: pd.DataFrame, hosts_per_tor: int, uplinks: int, paths: int, draws: int = 200,
+                   seed: int = 0) -> float:
+    """The imbalance pure hashing would give for the same flows: every flow leaving its
+    ToR splits its bytes equally over ``paths`` entropy values, each hashed uniformly
+    at random onto one of the ToR's ``uplinks`` (ACKs ignored), averaged over
+    ``draws`` hash draws. Spraying cannot beat this with random ECMP hashing."""
+    rng = np.random.default_rng(seed)
+    src = flows["src"].to_numpy() // hosts_per_tor
+    dst = flows["dst"].to_numpy() // hosts_per_tor
+    size = flows["size_bytes"].to_numpy(dtype=float)
+    out = []
+    for _ in range(draws):
+        per_tor: Dict[int, np.ndarray] = {}
+        for s, d, b in zip(src, dst, size):
+            if s == d:
+                continue
+            load = per_tor.setdefault(int(s), np.zeros(uplinks))
+            np.add.at(load, rng.integers(0, uplinks, paths), b / paths)
+        out += [(v.max() - v.min()) / v.sum() for v in per_tor.values()]
+    return float(np.mean(out))
+
+
+# --- Fig. 11: random drop on one link ------------------------------------------------
+
+def leaf_spine(leaves: int = 4, spines: int = 16, hosts_per_leaf: int = 4) -> Dict[str, Any]:
+    """The leaf-spine of the drop experiments: many spines, so that 128 paths spread a
+    flow thinly and one lossy cable carries a small share of it."""
+    return {"kind": "leaf_spine", "leaves": leaves, "spines": spines, "hosts_per_leaf": hosts_per_leaf}
+
+
+def _lossy(sc: Dict[str, Any], loss: float, link: Optional[str]) -> Dict[str, Any]:
+    if loss > 0:
+        if link is None:
+            raise ValueError("a lossy run needs the link")
+        sc["faults"] = [{"at": "0us", "kind": "link_loss", "link": link, "loss": loss}]
+    return sc
+
+
+def leaf_spine_permutation(paths: int, loss: float = 0.0, link: Optional[str] = None, size: str = "32MB", seed: int = 1,
+                           algo: Optional[str] = None, sample_interval: str = "0us", **topo) -> Dict[str, Any]:
+    """A permutation of ``size`` flows on a leaf-spine (:func:`leaf_spine`), with random
+    loss ``loss`` on the cable ``link`` (both directions) from the start."""
+    sc = {"name": f"stellar-drop-{paths}-{loss}", "seed": seed, "topology": leaf_spine(**topo),
+          "transport": transport(paths, algo), "workload": {"kind": "permutation", "size": size},
+          "output": {"sample_interval": sample_interval}}
+    return _lossy(sc, loss, link)
+
+
+def leaf_spine_all_reduce(paths: int, loss: float = 0.0, link: Optional[str] = None, size: str = "128MB", seed: int = 1,
+                          algo: Optional[str] = None, sample_interval: str = "0us", **topo) -> Dict[str, Any]:
+    """The paper's Fig. 11 workload, scaled down: one ring all-reduce of ``size`` per
+    host over every host of the leaf-spine in a shuffled ring order (so neighbours sit
+    on different leaves), with loss ``loss`` on ``link``. Each of the 2(n-1) steps moves
+    size/n, and a step waits for its slowest transfer."""
+    t = leaf_spine(**topo)
+    order = list(range(t["leaves"] * t["hosts_per_leaf"]))
+    random.Random(3).shuffle(order)
+    sc = {"name": f"stellar-drop-all-reduce-{paths}-{loss}", "seed": seed, "topology": t,
+          "transport": transport(paths, algo), "workload": {"kind": "all_reduce", "hosts": order, "size": size},
+          "output": {"sample_interval": sample_interval}}
+    return _lossy(sc, loss, link)
+
+
+def busiest_uplink(r, tier: str = "leaf") -> str:
+    """The up port of a ``tier`` switch that sent the most bytes. On a single-path run
+    this is usually a cable two flows collided on. Needs port sampling on."""
+    return str(_up_ports(r, tier).groupby("port", observed=True)["tx_bytes"].sum().idxmax())
+
+
+def solo_uplink(r, flow_bytes: float, tier: str = "leaf") -> str:
+    """The busiest up port of a ``tier`` switch that carried at most one flow's worth of
+    data (under 1.5 x ``flow_bytes``, ACKs included). On a single-path run, the cable of
+    a flow that had its path to itself and ran at line rate, so a loss there is not
+    hidden behind an ECMP collision that already halves the flow's rate. Needs port
+    sampling on."""
+    tot = _up_ports(r, tier).groupby("port", observed=True)["tx_bytes"].sum()
+    return str(tot[tot < 1.5 * flow_bytes].idxmax())
+
+
+def worst_slowdown(base, hurt) -> float:
+    """The largest per-flow FCT ratio of a run with a fault over the same scenario
+    without it (same seed, so the same flows)."""
+    b = base.flows.set_index("flow_id")["fct_ns"].astype(float)
+    h = hurt.flows.set_index("flow_id")["fct_ns"].astype(float)
+    return float((h / b).max())
+
+
+# --- Fig. 9: queue depth of the path-selection algorithms -----------------------------
+
+def queue_depth(r, tier: str = "edge", direction: str = "up") -> Dict[str, float]:
+    """Fig. 9's metric: queue depth of the ``direction`` ports (``up``, ``down``) of the
+    ToRs (``tier`` switches), in bytes: the time-average of the sampled queue lengths
+    over those ports and the run (an inactive port-interval counts as empty), and the
+    largest queue any of them held in any interval. Needs port sampling on."""
+    p = r.ports[r.ports["port"].str.startswith(f"{tier}[") & r.ports["port"].str.contains(rf"\.{direction}\[", regex=True)]
+    cells = r.ports["time_ns"].nunique() * p["port"].nunique()
+    return {"queue_mean_bytes": float(p["queue_bytes"].sum() / max(cells, 1)),
+            "queue_max_bytes": float(p["queue_max_bytes"].max())}
+
+
+def summary_row(r) -> Dict[str, Any]:
+    """FCT, loss and path-use figures of a run, for tables (times in microseconds)."""
+    f = r.flows["fct_ns"].astype(float)
+    used = r.paths.groupby("connection").size() if len(r.paths) else pd.Series([0])
+    return {"fct_max_us": f.max() / 1e3, "fct_mean_us": f.mean() / 1e3,
+            "retransmits": r.summary["retransmitted_packets"], "timeouts": r.summary["timeouts"],
+            "unfinished": r.summary["flows"]["unfinished"], "paths_used": float(used.mean())}
+
+
+def rows(records: List[Dict[str, Any]]) -> pd.DataFrame:
+    """Records as a table (for experiments)."""
+    return pd.DataFrame.from_records(records)
