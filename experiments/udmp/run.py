@@ -1,0 +1,206 @@
+"""Runs the larger versions of UDMP's experiments and writes one CSV per figure into
+``results/`` beside this script.
+
+    python experiments/udmp/run.py                      # everything, about 10 minutes
+    python experiments/udmp/run.py token_pool collision # some of: token_pool collision
+                                                        #   incast permutation decay anomaly
+
+The scenarios come from ``fabricsim.papers.udmp``, the same builders the trend tests
+(``tests/test_trends_udmp.py``) run at small scale. Runs are sequential (one core).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Dict, List
+
+import pandas as pd
+
+import fabricsim
+from fabricsim.papers import udmp
+
+OUT = Path(__file__).resolve().parent / "results"
+
+#: Fig. 6a comparison, in the paper's order, plus UDMP's load balancer alone.
+PERM_TRANSPORTS = ("udmp", "qps32", "qps16", "mprdma", "roce", "udmp_lb_only")
+
+#: Permutation scales: (label, builder arguments, seeds, sizes).
+PERM_SCALES = (
+    ("k4-64h", {"k": 4, "hosts_per_edge": 8}, (1, 2, 3, 4), ("2MB", "8MB", "16MB")),
+    ("k4-16h-overprov", {"k": 4, "hosts_per_edge": 2}, (1, 2, 3, 4), ("8MB",)),
+    ("k4-64h-mtu1000", {"k": 4, "hosts_per_edge": 8, "mtu": 1000,
+                        "ecn": {"kmin": "36KB", "kmax": "36KB", "pmax": 1.0}}, (1, 2), ("8MB",)),
+    ("k6-216h", {"k": 6, "hosts_per_edge": 12}, (1, 2), ("2MB", "8MB", "16MB")),
+    ("k8p5-320h", {"k": 8, "pods": 5, "hosts_per_edge": 16}, (1, 2), ("2MB", "8MB", "16MB")),
+)
+
+
+def token_pool() -> pd.DataFrame:
+    """Fig. 3: every seed (1-20) whose first RTT leaves both paths busy, with the
+    delay's onset at 16 phases of the equal-path pattern."""
+    out = []
+    for seed in range(1, 21):
+        pre = udmp.token_pool_loads(fabricsim.run(udmp.token_pool(seed, cycles=0)))
+        if not (pre.reindex([-2, -1], fill_value=0) > 0).all().all():
+            continue
+        sw = udmp.token_pool_sweep(seed, onsets=16)
+        out.append(sw)
+        print(f"  token_pool seed {seed}: walk-through at {int(sw['walkthrough'].sum())}/16 onsets, "
+              f"fast:slow {sw['fast'].sum()}:{sw['slow'].sum()}", flush=True)
+    return pd.concat(out, ignore_index=True)
+
+
+def token_pool_cycles() -> pd.DataFrame:
+    """Per-cycle packets of one walk-through onset and one greedy onset (seed 1)."""
+    out = []
+    for label, on in (("walkthrough", 100_000), ("greedy", 102_350)):
+        loads = udmp.token_pool_loads(fabricsim.run(udmp.token_pool(1, onset_ns=on, cycles=20)), on)
+        out.append(loads.loc[-4:20].reset_index().assign(case=label, onset_ns=on))
+    return pd.concat(out, ignore_index=True)
+
+
+def collision() -> pd.DataFrame:
+    """Fig. 1: flow 1 (UDMP, MPRDMA, STELLAR or QP-Scaling-16) meets a RoCE flow at
+    400 us; seeds 1-4 at 100 Gb/s, and the paper's 10 Gb/s testbed speed (seed 1)."""
+    out = []
+    for name in ("udmp", "mprdma", "stellar", "qps16"):
+        tr = udmp.transport(name)
+        for rate, stop, seeds in (("100Gbps", 2000, (1, 2, 3, 4)), ("10Gbps", 8000, (1,))):
+            for seed in seeds:
+                sh = udmp.shared_uplink(tr, seed)
+                sc = udmp.collision(tr, seed, stop_us=stop, rate=rate)
+                r = fabricsim.run(sc)
+                edges = [100, 400, 600, 1000, stop] if rate == "100Gbps" else [200, 400, 1000, 3000, stop]
+                ph = udmp.collision_phases(r, sh, edges).assign(transport=name, seed=seed, rate=rate, shared=sh)
+                out.append(ph)
+                if seed == 1:
+                    udmp.collision_series(r, sh).assign(transport=name, rate=rate).to_csv(
+                        OUT / f"collision_series_{name}_{rate}.csv", index=False, float_format="%.3f")
+                last = ph.iloc[-1]
+                print(f"  collision {name} {rate} seed {seed}: flow1 {ph.iloc[0]['flow1_gbps']:.1f} -> "
+                      f"{last['flow1_gbps']:.1f} Gb/s, off shared {last['flow1_off_shared']:.2f}", flush=True)
+    return pd.concat(out, ignore_index=True)
+
+
+def incast() -> pd.DataFrame:
+    """Fig. 4c: three staggered senders to one receiver (seeds 1-3), per stage."""
+    out = []
+    for name in ("udmp", "udmp_lb_only", "mprdma", "stellar", "roce"):
+        for seed in (1, 2, 3):
+            r = fabricsim.run(udmp.incast(udmp.transport(name), seed))
+            st = udmp.stage_gbps(r, 300)
+            q, pauses = udmp.bottleneck_queue(r)
+            out.append(st.assign(transport=name, seed=seed, max_queue_kb=q / 1e3, pfc_pauses=pauses,
+                                 finish_us=",".join(str(int(x / 1e3)) for x in r.flows["finish_ns"].fillna(-1e3))))
+            if seed == 1:
+                t = r.throughput.pivot_table(index="time_ns", columns="connection", values="gbps").fillna(0.0)
+                t.columns = [f"flow{c}" for c in t.columns]
+                t.reset_index().assign(transport=name).to_csv(OUT / f"incast_series_{name}.csv", index=False, float_format="%.3f")
+            print(f"  incast {name} seed {seed}: min Jain {st['jain'].min():.3f}, max queue {q / 1e3:.0f} KB", flush=True)
+    return pd.concat(out, ignore_index=True)
+
+
+def permutation() -> pd.DataFrame:
+    """Fig. 6a at several scales, sizes and seeds."""
+    out = []
+    for label, args, seeds, sizes in PERM_SCALES:
+        for size in sizes:
+            for seed in seeds:
+                row = []
+                for name in PERM_TRANSPORTS:
+                    t0 = time.time()
+                    r = fabricsim.run(udmp.permutation(name, size=size, seed=seed, **args))
+                    out.append(udmp.permutation_row(name, r, scale=label, hosts=r.summary["hosts"], size=size, seed=seed,
+                                                    wall_s=round(time.time() - t0, 2)))
+                    row.append(f"{name} {out[-1]['p1_gbps']:.1f}")
+                print(f"  permutation {label} {size} seed {seed}: " + ", ".join(row), flush=True)
+    return pd.DataFrame(out)
+
+
+def decay() -> pd.DataFrame:
+    """UDMP's per-flow throughput over time in a long permutation (48 MB, 64 hosts):
+    1st / 50th / 99th percentile over flows per 250 us, beside its load balancer alone
+    and MPRDMA."""
+    out = []
+    for name in ("udmp", "udmp_lb_only", "mprdma"):
+        r = fabricsim.run(udmp.permutation(name, size="48MB", seed=1, sample_interval="250us"))
+        piv = r.throughput.pivot_table(index="time_ns", columns="connection", values="gbps")
+        q = piv.quantile([0.01, 0.5, 0.99], axis=1).T
+        q.columns = ["p1_gbps", "p50_gbps", "p99_gbps"]
+        out.append(q.reset_index().assign(transport=name))
+        print(f"  decay {name}: median {q['p50_gbps'].iloc[1]:.1f} -> {q['p50_gbps'].iloc[-3]:.1f} Gb/s", flush=True)
+    return pd.concat(out, ignore_index=True)
+
+
+def anomaly() -> pd.DataFrame:
+    """Fig. 7: FCT under a 1 ms delay anomaly or a 40 % rate on one link, normalised to
+    the same run without the fault. (a) The 64-host permutation (8 MB, seeds 1-2, fault
+    on cable agg[0]-core[0] from t = 0); (b) one 20/50 MB flow over 2/4/8 spines (fault on
+    one leaf uplink at 200 us), UDMP also without exploration."""
+    out = []
+    names = ("udmp", "udmp_no_ooo", "mprdma", "stellar")
+    for name in names:
+        for seed in (1, 2):
+            base = udmp.fct_stats(fabricsim.run(udmp.anomaly(name, "normal", seed=seed)))
+            for cond in ("delay", "rate"):
+                r = fabricsim.run(udmp.anomaly(name, cond, seed=seed))
+                s = udmp.fct_stats(r)
+                out.append({"setting": "permutation-64h", "transport": name, "seed": seed, "condition": cond,
+                            "spines": None, "size": "8MB", "mean_fct_norm": s["mean_fct_us"] / base["mean_fct_us"],
+                            "max_fct_norm": s["max_fct_us"] / base["max_fct_us"], "unfinished": s["unfinished"],
+                            "retransmitted": r.summary["retransmitted_packets"], "timeouts": r.summary["timeouts"]})
+            print(f"  anomaly permutation {name} seed {seed}: delay x{out[-2]['mean_fct_norm']:.2f}, "
+                  f"rate x{out[-1]['mean_fct_norm']:.2f}", flush=True)
+    for name in names + ("udmp_no_explore",):
+        for spines, size in ((2, "20MB"), (4, "20MB"), (4, "50MB"), (8, "50MB")):
+            base_name = "udmp" if name == "udmp_no_explore" else name
+
+            def sc(cond):
+                s = udmp.anomaly_single(base_name, cond, spines=spines, size=size)
+                if name == "udmp_no_explore":
+                    s["transport"] = dict(s["transport"], explore=0.0)
+                return s
+            base = udmp.fct_stats(fabricsim.run(sc("normal")))
+            for cond in ("delay", "rate"):
+                r = fabricsim.run(sc(cond))
+                s = udmp.fct_stats(r)
+                out.append({"setting": "single-flow", "transport": name, "seed": 1, "condition": cond, "spines": spines,
+                            "size": size, "mean_fct_norm": s["mean_fct_us"] / base["mean_fct_us"],
+                            "max_fct_norm": s["max_fct_us"] / base["max_fct_us"], "unfinished": s["unfinished"],
+                            "retransmitted": r.summary["retransmitted_packets"], "timeouts": r.summary["timeouts"]})
+            print(f"  anomaly single {name} {spines} spines {size}: delay x{out[-2]['mean_fct_norm']:.2f}, "
+                  f"rate x{out[-1]['mean_fct_norm']:.2f}", flush=True)
+    return pd.DataFrame(out)
+
+
+EXPERIMENTS: Dict[str, Callable[[], pd.DataFrame]] = {
+    "token_pool": token_pool,
+    "token_pool_cycles": token_pool_cycles,
+    "collision": collision,
+    "incast": incast,
+    "permutation": permutation,
+    "decay": decay,
+    "anomaly": anomaly,
+}
+
+
+def main(argv: List[str]) -> int:
+    names = argv or list(EXPERIMENTS)
+    unknown = [n for n in names if n not in EXPERIMENTS]
+    if unknown:
+        print(f"unknown experiment(s) {unknown}; choose from {list(EXPERIMENTS)}", file=sys.stderr)
+        return 2
+    OUT.mkdir(parents=True, exist_ok=True)
+    for n in names:
+        t0 = time.time()
+        print(f"{n} ...", flush=True)
+        df = EXPERIMENTS[n]()
+        df.to_csv(OUT / f"{n}.csv", index=False, float_format="%.4f")
+        print(f"{n}: {len(df)} rows in {time.time() - t0:.0f} s -> {OUT / (n + '.csv')}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

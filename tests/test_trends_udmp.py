@@ -1,0 +1,122 @@
+"""UDMP's trends at small scale (Huang et al., IEEE/ACM ToN): each test fails if the
+mechanism behind the trend is missing. Where fabricsim does not reproduce a claim of
+the paper, a strict xfail states the claim and the measured gap (see
+experiments/udmp/README.md for the analysis)."""
+
+import numpy as np
+import pytest
+
+import fabricsim
+from fabricsim.papers import udmp
+
+#: Goodput of one 100 Gb/s NIC for a multipath transport (4096-byte payloads).
+LINE = 100.0 * 4096 / (4096 + udmp.MULTIPATH_OVERHEAD)
+
+
+@pytest.fixture(scope="module")
+def token_pool_sweep():
+    return udmp.token_pool_sweep(udmp.token_pool_seed())
+
+
+def test_token_pool_example_loads_the_faster_path_more(token_pool_sweep):
+    # Fig. 3: two paths, equal until the onset (one packet per unit, the paths taking
+    # turns), then RTT 2 and 3 units; tokens at one packet per unit.
+    s = token_pool_sweep
+    assert (s["fast_before"] == s["slow_before"]).all(), s
+    # Ten 6-unit cycles after the onset carry one packet per unit...
+    assert ((s["fast"] + s["slow"]).between(58, 62)).all(), s
+    # ...and the faster path at least twice the slower one's (4:2 or more): fast ACKs
+    # clock two packets, ACKs slower than the smoothed RTT one. Without that rule the
+    # two paths would keep the 1:1 split they had before the onset.
+    assert (s["fast"] >= 2 * s["slow"]).all(), s
+    # At some onset phases the paper's walk-through repeats exactly: 4 and 2 per cycle.
+    # (At the others the fast path takes all spare credit: the balancer is greedy.)
+    assert s["walkthrough"].any(), s
+    wt = s[s["walkthrough"]]
+    assert (wt["fast"] == 40).all() and (wt["slow"] == 20).all(), s
+
+
+@pytest.fixture(scope="module")
+def collisions():
+    out = {}
+    for seed in (1, 2):
+        sh = udmp.shared_uplink(seed=seed)
+        r = fabricsim.run(udmp.collision(seed=seed))
+        out[seed] = udmp.collision_phases(r, sh, [100, 400, 600, 2000]).set_index("from_us")
+    return out
+
+
+def test_colliding_flow_moves_off_the_shared_spine(collisions):
+    # Fig. 1: UDMP flow 1 runs alone, then a single-path RoCE flow 2 takes one spine.
+    for seed, ph in collisions.items():
+        before, after = ph.loc[100], ph.loc[600]
+        assert before["flow1_gbps"] > 0.95 * LINE, (seed, ph)
+        # Sprayed over both spines before; afterwards (from 200 us after flow 2's
+        # start) nearly all of flow 1's data avoids flow 2's spine, so flow 2 keeps
+        # its line rate.
+        assert 0.25 < before["flow1_off_shared"] < 0.8, (seed, ph)
+        assert after["flow1_off_shared"] > 0.95, (seed, ph)
+        assert after["flow2_gbps"] > 0.9 * 100 * 4096 / 4198, (seed, ph)
+        # Flow 1 keeps most of its rate (measured 77-81 % of line: Algorithm 1 cuts the
+        # rate while the shared spine's queue is in its RTT samples, and a zero gradient
+        # afterwards never restores it).
+        assert after["flow1_gbps"] > 0.7 * before["flow1_gbps"], (seed, ph)
+
+
+@pytest.mark.xfail(strict=True, reason="paper: flow 1's total stays stable; fabricsim: 77-81 % of line "
+                   "(Algorithm 1's rate cut during the move is not undone)")
+def test_colliding_flow_keeps_line_rate_as_in_the_paper(collisions):
+    for seed, ph in collisions.items():
+        assert ph.loc[600]["flow1_gbps"] > 0.9 * ph.loc[100]["flow1_gbps"], (seed, ph)
+
+
+def test_staggered_incast_converges_to_fair_shares_at_every_stage():
+    # Fig. 4c: three senders, 300 us apart, each for 900 us under fair sharing.
+    for seed in (1, 2):
+        r = fabricsim.run(udmp.incast(seed=seed))
+        st = udmp.stage_gbps(r, 300)
+        for _, s in st.iterrows():
+            assert s["jain"] > 0.95, (seed, st)
+            assert s["total"] > 0.9 * LINE, (seed, st)
+        # 1, 2, 3, 2, 1 active flows: each gets its fair share within 12 %.
+        for _, s in st.iterrows():
+            shares = [s[f"flow{c}"] for c in range(3) if c <= s["stage"] < c + 3]
+            assert max(abs(g - LINE / len(shares)) for g in shares) < 0.12 * LINE / len(shares), (seed, st)
+        # The ACK clock keeps the bottleneck queue to a few BDPs: no PFC, no blow-up.
+        queue, pauses = udmp.bottleneck_queue(r)
+        assert pauses == 0 and queue < 1_000_000, (seed, queue, pauses)
+
+
+@pytest.fixture(scope="module")
+def permutation_tails():
+    """P1 ("P99") flow throughput per transport, averaged over two seeds: a 64-host
+    non-blocking fat-tree (k = 4, 8 hosts per edge, 100G hosts, 400G fabric), 8 MB."""
+    names = ("udmp", "qps32", "qps16", "mprdma", "roce", "udmp_lb_only")
+    return {n: float(np.mean([udmp.tail_gbps(fabricsim.run(udmp.permutation(n, seed=s))) for s in (1, 2)]))
+            for n in names}
+
+
+def test_permutation_tail_orders_udmp_above_qp_scaling_above_roce(permutation_tails):
+    # Fig. 6a: UDMP > QP-Scaling-32 > QP-Scaling-16, every multipath scheme above
+    # single-path RoCE. Two-seed means over seeds 1-8: UDMP 67-68, QP-Scaling-32
+    # 45-54, QP-Scaling-16 38-44, RoCE 32-40 Gb/s (QP-Scaling-16 over RoCE by 5-40 %).
+    t = permutation_tails
+    assert t["udmp"] > 1.1 * t["qps32"], t
+    assert t["qps32"] > 1.05 * t["qps16"], t
+    assert t["qps16"] > t["roce"], t
+    assert t["mprdma"] > 1.05 * t["roce"], t
+
+
+def test_udmp_load_balancer_alone_keeps_the_permutation_tail_at_its_token_rate(permutation_tails):
+    # Delay-driven ACK clocking over 256 paths with tokens at a constant 90 Gb/s
+    # (Algorithm 2 without Algorithm 1): every flow, the 1st percentile included, gets
+    # what its tokens allow: the paper's "near-optimal" permutation tail. (Measured
+    # 87.1 Gb/s for 8 and 48 MB, 64 and 320 hosts.)
+    assert permutation_tails["udmp_lb_only"] > 0.95 * 0.9 * LINE, permutation_tails
+
+
+@pytest.mark.xfail(strict=True, reason="paper: UDMP 2x MPRDMA and QP-Scaling-16 >= MPRDMA; fabricsim: MPRDMA ~91 Gb/s, "
+                   "UDMP ~68 (Algorithm 1 drifts long flows toward half line rate), QP-Scaling 42-52")
+def test_permutation_tail_places_mprdma_last_as_in_the_paper(permutation_tails):
+    t = permutation_tails
+    assert t["udmp"] >= t["mprdma"] and t["qps16"] >= t["mprdma"], t
