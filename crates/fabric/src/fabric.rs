@@ -40,7 +40,8 @@ pub enum FabricEvent {
     /// The port finished serializing a frame.
     TxDone(PortId),
     /// The head of the port's wire FIFO arrives at the peer.
-    Arrive(PortId),
+    /// (The slot of that frame rides along so the run loop can prefetch the packet.)
+    Arrive(PortId, u32),
     /// A PFC frame for `class` arrives at egress `port`: pause (`true`) or resume.
     Pfc(PortId, u8, bool),
 }
@@ -288,24 +289,19 @@ impl Fabric {
         self.pool.free(slot);
     }
 
-    /// Starts loading the port an upcoming event will touch into the cache. Large
+    /// Starts loading the port (and, for an arrival, the packet) an upcoming event will
+    /// touch into the cache. Large
     /// fabrics are memory-latency bound (a port per hop, thousands of ports), so the
     /// run loop calls this for the next event while it handles the current one.
     #[inline]
     pub fn prefetch(&self, ev: &FabricEvent) {
-        let (FabricEvent::TxDone(p) | FabricEvent::Arrive(p) | FabricEvent::Pfc(p, ..)) = *ev;
+        let (FabricEvent::TxDone(p) | FabricEvent::Arrive(p, _) | FabricEvent::Pfc(p, ..)) = *ev;
+        if let FabricEvent::Arrive(_, slot) = *ev {
+            self.pool.prefetch(slot);
+        }
         if let Some(port) = self.ports.get(p as usize) {
-            let at = port as *const Port as *const i8;
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: prefetching is a hint; it never faults, and `at` points into a live
-            // `Port` whose first two cache lines (`repr(C)`, see `Port`) are in bounds.
-            unsafe {
-                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-                _mm_prefetch::<_MM_HINT_T0>(at);
-                _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(64));
-            }
-            #[cfg(not(target_arch = "x86_64"))]
-            let _ = at;
+            // The first two lines of a `Port` (`repr(C)`) hold what a hop touches.
+            crate::prefetch::lines(port, 2);
         }
     }
 
@@ -328,7 +324,7 @@ impl Fabric {
                 self.start_tx(p, now, q);
                 None
             }
-            FabricEvent::Arrive(p) => self.arrive(p, now, q),
+            FabricEvent::Arrive(p, _) => self.arrive(p, now, q),
             FabricEvent::Pfc(p, class, pause) => {
                 let port = &mut self.ports[p as usize];
                 let c = class as usize;
@@ -497,7 +493,7 @@ impl Fabric {
         port.wire.push_back((arrive, slot));
         if !port.arrive_pending {
             port.arrive_pending = true;
-            q.push(arrive, E::from(FabricEvent::Arrive(p)));
+            q.push(arrive, E::from(FabricEvent::Arrive(p, slot)));
         }
     }
 
@@ -512,9 +508,9 @@ impl Fabric {
         let port = &mut self.ports[p as usize];
         let (_, slot) = port.wire.pop_front().expect("arrival on an empty wire");
         port.arrive_pending = false;
-        if let Some(&(next, _)) = port.wire.front() {
+        if let Some(&(next, next_slot)) = port.wire.front() {
             port.arrive_pending = true;
-            q.push(next, E::from(FabricEvent::Arrive(p)));
+            q.push(next, E::from(FabricEvent::Arrive(p, next_slot)));
         }
         let in_port = port.peer;
         let node = port.peer_node;

@@ -24,6 +24,7 @@ pub mod config;
 pub mod fabric;
 pub mod pool;
 pub mod port;
+mod prefetch;
 pub mod routing;
 pub mod topology;
 

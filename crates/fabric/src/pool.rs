@@ -62,6 +62,14 @@ impl Pool {
         &self.chunks[(i >> CHUNK_SHIFT) as usize][i as usize & (CHUNK - 1)]
     }
 
+    /// Starts loading slot `i`'s packet (both cache lines) into the cache; a hint.
+    #[inline]
+    pub fn prefetch(&self, i: u32) {
+        if let Some(p) = self.chunks.get((i >> CHUNK_SHIFT) as usize).and_then(|c| c.get(i as usize & (CHUNK - 1))) {
+            crate::prefetch::lines(p, 2);
+        }
+    }
+
     /// The packet in slot `i`, mutably.
     #[inline]
     pub fn get_mut(&mut self, i: u32) -> &mut Packet {
