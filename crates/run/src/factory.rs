@@ -95,6 +95,8 @@ pub struct UdmpSpec {
     pub min_rto: Dur,
     /// Fixed token rate (load balancer only).
     pub fixed_rate: Option<Rate>,
+    /// Sender flow control against the receiver's bitmap.
+    pub flow_control: bool,
 }
 
 /// MRC settings (`None` = auto).
@@ -248,6 +250,7 @@ pub fn endpoint_pair(
                 bdp_packets: bdp_pkts,
                 min_rto: s.min_rto,
                 fixed_rate: s.fixed_rate,
+                window: if s.flow_control { window } else { u32::MAX },
             };
             (
                 AnyEndpoint::Udmp(UdmpSender::new(req, cfg, sender_rng)),

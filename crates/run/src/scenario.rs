@@ -400,6 +400,7 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
                 window: window(&mut r, delta)?,
                 min_rto: positive_duration(&mut r, "min_rto", Dur::from_us(100))?,
                 fixed_rate: r.rate("fixed_rate")?,
+                flow_control: r.bool("flow_control", false)?,
             })
         }
         "mrc" => {

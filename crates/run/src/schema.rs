@@ -192,6 +192,7 @@ const UDMP: &[Param] = &[
     p("window", Ty::Int, "auto", "Receiver bitmap in packets; PSNs beyond it are dropped and NACKed; auto = one BDP, at least 2 x delta."),
     p("min_rto", Ty::Duration, "100us", "Smallest retransmission timeout (the paper gives none)."),
     p("fixed_rate", Ty::Rate, "none", "Inject tokens at this rate instead of running Algorithm 1 (isolates the load balancer, as the paper's Fig. 3 example does)."),
+    p("flow_control", Ty::Bool, "false", "Keep new PSNs within the receiver's bitmap (not in the paper, whose receiver drops and NACKs what lands beyond it: with a packet stuck on a slow path, every later one then bounces and is resent each round trip)."),
 ];
 
 const MRC: &[Param] = &[

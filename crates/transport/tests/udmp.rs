@@ -35,6 +35,7 @@ fn cfg(paths: u32) -> UdmpConfig {
         bdp_packets: 2,
         min_rto: Dur::from_us(200),
         fixed_rate: None,
+        window: 1 << 20,
     }
 }
 
@@ -117,6 +118,34 @@ fn a_growing_delay_makes_the_rate_fall() {
     let AnyEndpoint::Udmp(u) = &p.eps[0] else { unreachable!() };
     assert!(u.rate() < 0.8e11, "rate {}", u.rate());
     assert_eq!(p.received().len(), 1);
+}
+
+#[test]
+fn flow_control_keeps_new_psns_within_the_receivers_bitmap() {
+    // PSN 0 is stuck for 500 us. With a 32-packet window nothing at or beyond PSN 32
+    // leaves before PSN 0 is acknowledged; without flow control (the paper's sender)
+    // they go out at once and bounce off the receiver's bitmap.
+    let highest_early = |window: u32| {
+        let mut p = pair(UdmpConfig { window, bdp_packets: 64, ..cfg(8) }, 5);
+        p.delay_of = Some(Box::new(
+            |side, pkt: &Packet| if side == 0 && pkt.bth.psn == 0 { Dur::from_us(500) } else { Dur::from_us(10) },
+        ));
+        let seen = std::rc::Rc::new(std::cell::Cell::new(0u32));
+        let s = seen.clone();
+        p.fate = Box::new(move |side, pkt: &mut Packet, _| {
+            // `ext.ts` is the send time in picoseconds.
+            if side == 0 && pkt.is_data() && pkt.ext.ts < Dur::from_us(400).ps() {
+                s.set(s.get().max(pkt.bth.psn));
+            }
+            (false, false)
+        });
+        p.post(Message { seq: 0, len: 2_000_000, va: 0, rkey: 1 });
+        p.run(Time::MAX);
+        assert_eq!(p.eps[1].stats().bytes_placed, 2_000_000);
+        seen.get()
+    };
+    assert!(highest_early(32) < 32, "{}", highest_early(32));
+    assert!(highest_early(u32::MAX) > 100, "{}", highest_early(u32::MAX));
 }
 
 proptest! {

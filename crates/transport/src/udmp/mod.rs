@@ -28,6 +28,8 @@
 //! empties (all in flight acknowledged, data left) restarts with a new first RTT.
 //! Losses: the receiver NACKs PSNs beyond its one-BDP bitmap, and a timeout (RFC 6298,
 //! at least `min_rto`) catches the rest; lost packets are resent on another path.
+//! Optionally (`window`), new PSNs stay within the receiver's bitmap (flow control, not
+//! in the paper).
 
 use crate::common::{PathStats, PsnRecord, RttEstimator, SendBuffer};
 use crate::conn::{AppEvent, ConnInfo, EndpointStats, Message, Poll};
@@ -61,6 +63,9 @@ pub struct UdmpConfig {
     /// Inject tokens at this fixed rate instead of running Algorithm 1's rate control
     /// (isolates the load balancer, as the paper's Fig. 3 example does).
     pub fixed_rate: Option<fabricsim_engine::Rate>,
+    /// New PSNs are only sent within this many of the oldest unacknowledged one
+    /// (flow control against the receiver's bitmap; `u32::MAX`: none, as in the paper).
+    pub window: u32,
 }
 
 /// The sending side of a UDMP connection.
@@ -98,7 +103,10 @@ impl UdmpSender {
         let line = info.port_rate.bps() as f64;
         let rate = cfg.fixed_rate.map_or(line, |r| r.bps() as f64);
         UdmpSender {
-            buf: SendBuffer::new(info.mtu),
+            // Optional flow control against the receiver's bitmap (the paper has none
+            // and NACKs what lands beyond it; then a packet stuck on a slow path makes
+            // every later one bounce off the bitmap and be resent each round trip).
+            buf: SendBuffer::new(info.mtu).with_window(cfg.window),
             rng,
             rto: RttEstimator::new(cfg.min_rto, Dur::from_ms(10)),
             line,
@@ -205,7 +213,11 @@ impl UdmpSender {
         self.buf.cum_ack(e.cum_psn);
         let rtt = now.since(Time(e.ts)).ps() as f64;
         let base = self.cfg.base_rtt.ps() as f64;
-        // Refill before the balancer (see the module docs).
+        // Refill before the balancer (see the module docs). The pool has no cap, as in
+        // the paper: a cap makes Algorithm 1's per-flow rates, rather than the ACK
+        // clock, decide the shares after a flow leaves (an incast's shares then drift
+        // apart). Without one, a `fixed_rate` the NIC cannot reach (its port also
+        // carries ACKs) piles up credit that fast ACKs spend two packets at a time.
         self.bytes_pool += self.rate / 8.0 * now.since(self.last_add).as_secs_f64();
         self.last_add = now;
         self.pkts_ignored += 1;
