@@ -37,6 +37,17 @@ def fig9c(d):
     save(fig, "fig9c")
 
 
+def fig10_11(d):
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    for v, g in d.groupby("variant"):
+        ax.plot(g["time_us"], g["gbps"], label=v)
+    ax.axvline(200, color="r", ls=":", lw=1)
+    ax.axvline(700, color="g", ls=":", lw=1)
+    ax.set(xlabel="time (us)", ylabel="Gb/s", title="Fig. 10/11: a T0 or T1 switch down (red) and up (green)")
+    ax.legend()
+    save(fig, "fig10_11")
+
+
 def fig12(d):
     fig, ax = plt.subplots(figsize=(5, 3.2))
     ax.plot(d["loss"] * 100, d["relative"], "o-")

@@ -2,7 +2,7 @@
 """Runs MRC's section-5.2 experiments (and appendix Fig. 20) at a larger scale than the
 test suite and writes one CSV per figure into ``results/``. ``plot.py`` draws them.
 
-    python experiments/mrc/run.py            # everything, about 10 minutes on 1 core
+    python experiments/mrc/run.py            # everything, under a minute on 1 core
     python experiments/mrc/run.py fig16      # one figure
 
 The scenarios come from ``fabricsim.papers.mrc``, the same builders the trend tests
@@ -43,6 +43,23 @@ def fig9c() -> pd.DataFrame:
                      "relative": makespan / base, "ev_retirements": r.summary["ev_retirements"],
                      "link_drops": r.summary["drops_by_cause"]["link"]})
     return pd.DataFrame(rows)
+
+
+def fig10_11() -> pd.DataFrame:
+    """Fig. 10/11: a switch fails and recovers under one flow between two hosts: a T0
+    of the sender's group in plane 0 (T0-local: the flow loses a plane) or a T1 of
+    plane 0 (cross-T1: other T1s of the plane remain). 4 x 100G, 4 T1 per plane."""
+    out = []
+    for label, switch, dst in (("t0_local", "t0[0]", 1), ("t1_cross", "t1[0]", 7)):
+        sc = mrc.nic_link_failures(size="60MB", planes=4, groups=2, hosts_per_group=4, t1_per_plane=4)
+        sc["name"] = f"mrc-{label}"
+        sc["workload"] = {"kind": "flows", "flows": [{"src": 0, "dst": dst, "size": "60MB"}]}
+        sc["faults"] = [{"at": "200us", "kind": "switch_down", "switch": switch},
+                        {"at": "700us", "kind": "switch_up", "switch": switch}]
+        r = fabricsim.run(sc)
+        t = r.throughput[r.throughput["connection"] == 0]
+        out.append(pd.DataFrame({"variant": label, "time_us": t["time_ns"] / 1e3, "gbps": t["gbps"]}))
+    return pd.concat(out)
 
 
 def fig12() -> pd.DataFrame:
@@ -116,7 +133,7 @@ def fig20() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-FIGURES = {"fig9a": fig9a, "fig9c": fig9c, "fig12": fig12, "fig14": fig14, "fig16": fig16, "fig18": fig18, "fig20": fig20}
+FIGURES = {"fig9a": fig9a, "fig9c": fig9c, "fig10_11": fig10_11, "fig12": fig12, "fig14": fig14, "fig16": fig16, "fig18": fig18, "fig20": fig20}
 
 
 def main(names) -> None:
