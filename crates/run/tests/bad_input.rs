@@ -42,6 +42,11 @@ fn error_of(toml: &str) -> String {
     "transport.kind: unknown value \"tcp\" (allowed: roce, qp_scaling, mprdma, stellar, udmp, mrc)"
 )]
 #[case::unknown_cc("", "transport.cc: unknown value \"bbr\" (allowed: dcqcn, none)")]
+#[case::unknown_workload_transport(
+    "",
+    "workload[0].transport.kind: unknown value \"tcp\" (allowed: roce, qp_scaling, mprdma, stellar, udmp, mrc)"
+)]
+#[case::bad_workload_transport_key("", "workload[0].transport.paths: unknown key (allowed here: kind, qps")]
 #[case::wrong_type("", "topology.mtu: expected an integer, got a string")]
 #[case::mtu_range("", "topology.mtu: must be between 256 and 9000, got 100000")]
 #[case::ecn_order("", "fabric.ecn.kmin: must not exceed kmax")]
@@ -76,6 +81,10 @@ fn bad_input_is_refused_with_the_key_named(#[case] prefix: &str, #[case] expecte
         "workload[0].senders" => BASE.replace("senders = 2", "senders = 9"),
         "transport.kind" => format!("{BASE}[transport]\nkind = \"tcp\"\n"),
         "transport.cc" => format!("{BASE}[transport]\ncc = \"bbr\"\n"),
+        "workload[0].transport.kind" => BASE.replace("senders = 2", "senders = 2\ntransport = { kind = \"tcp\" }"),
+        "workload[0].transport.paths" => {
+            BASE.replace("senders = 2", "senders = 2\ntransport = { kind = \"qp_scaling\", paths = 4 }")
+        }
         "topology.mtu" if expected.contains("integer") => {
             BASE.replace("hosts_per_leaf = 2", "hosts_per_leaf = 2\nmtu = \"4096\"")
         }

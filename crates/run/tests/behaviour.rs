@@ -123,6 +123,35 @@ fn ecmp_collisions_follow_balls_into_bins_and_halve_colliding_flows() {
 }
 
 #[test]
+fn a_workload_can_run_its_own_transport() {
+    // Background STELLAR traffic beside one QP-Scaling flow with 4 QPs: each workload's
+    // connections get their own protocol, and only the sprayed ones report paths.
+    let (sim, r) = run(r#"
+[topology]
+kind = "leaf_spine"
+leaves = 2
+spines = 4
+hosts_per_leaf = 4
+[transport]
+kind = "stellar"
+paths = 16
+[[workload]]
+kind = "flows"
+flows = [{ src = 0, dst = 4, size = "1MB" }, { src = 1, dst = 5, size = "1MB" }]
+[[workload]]
+kind = "flows"
+transport = { kind = "qp_scaling", qps = 4 }
+flows = [{ src = 2, dst = 6, size = "1MB" }]
+"#);
+    assert_eq!(r.summary["flows"]["unfinished"].as_u64(), Some(0));
+    let qps: Vec<u32> = (0..sim.plan.conns.len()).map(|c| sim.qps_of(c)).collect();
+    assert_eq!(qps, [1, 1, 4]);
+    let sprayed: std::collections::BTreeSet<u32> = sim.path_stats().iter().map(|p| p.0).collect();
+    assert_eq!(sprayed.into_iter().collect::<Vec<_>>(), [0, 1]);
+    assert_eq!(r.summary["transport"], "stellar");
+}
+
+#[test]
 fn same_seed_same_results_other_seed_other_ecmp_choices() {
     let (_, a) = run(&permutation(7));
     let (_, b) = run(&permutation(7));
