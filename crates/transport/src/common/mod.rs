@@ -8,9 +8,11 @@
 //! * [`rtt`]: smoothed RTT and RTO (RFC 6298 style).
 //! * [`metrics`]: per-path (entropy value) counters, path-state logs and the
 //!   out-of-order degree histogram.
+//! * [`clocked`]: the credit queue of the ACK-clocked senders (MPRDMA, UDMP).
 //! * [`responder`]: a receiver answering every data packet with a per-packet ACK or SACK
 //!   (and NACKs for trimmed or out-of-window packets), configured per protocol.
 
+pub mod clocked;
 pub mod metrics;
 pub mod recvwin;
 pub mod responder;

@@ -10,7 +10,7 @@
 //! a bitmap of `window` packets and NACKs PSNs beyond it; losses are detected by those
 //! NACKs and by a retransmission timeout, and a lost packet is resent on another path.
 
-use crate::common::{PathStats, PsnRecord, RttEstimator, SendBuffer};
+use crate::common::{clocked, PathStats, PsnRecord, RttEstimator, SendBuffer};
 use crate::conn::{AppEvent, ConnInfo, EndpointStats, Message, Poll};
 use crate::Endpoint;
 use fabricsim_engine::{Dur, Rng, Time};
@@ -79,12 +79,7 @@ impl MprdmaSender {
     }
 
     fn random_path(&mut self, not: Option<u32>) -> u32 {
-        loop {
-            let ev = self.rng.below(self.cfg.paths as u64) as u32;
-            if Some(ev) != not || self.cfg.paths == 1 {
-                return ev;
-            }
-        }
+        clocked::random_path(&mut self.rng, self.cfg.paths, not)
     }
 
     /// Opens the window on random paths when nothing is clocking packets out (start, or
@@ -178,14 +173,8 @@ impl Endpoint for MprdmaSender {
     }
 
     fn poll_transmit(&mut self, now: Time, port: u8) -> Poll {
-        let Some(ev) = self.credits.pop_front() else { return Poll::Idle };
-        let Some((psn, old)) = self.buf.take_next() else {
-            self.credits.clear();
-            return Poll::Idle;
-        };
-        let ev = if old == Some(ev) { self.random_path(old) } else { ev };
-        let path = Some(&mut self.paths[ev as usize]);
-        Poll::Send(self.buf.send(&self.info, psn, ev, port, now, old.is_some(), path, &mut self.stats))
+        let s = self;
+        clocked::transmit(&mut s.credits, &mut s.buf, &mut s.paths, &mut s.rng, &s.info, port, now, &mut s.stats)
     }
 
     fn poll_timeout(&self) -> Option<Time> {

@@ -31,7 +31,7 @@
 //! Optionally (`window`), new PSNs stay within the receiver's bitmap (flow control, not
 //! in the paper).
 
-use crate::common::{PathStats, PsnRecord, RttEstimator, SendBuffer};
+use crate::common::{clocked, PathStats, PsnRecord, RttEstimator, SendBuffer};
 use crate::conn::{AppEvent, ConnInfo, EndpointStats, Message, Poll};
 use crate::Endpoint;
 use fabricsim_engine::{Dur, Rng, Time};
@@ -145,12 +145,7 @@ impl UdmpSender {
     }
 
     fn random_path(&mut self, not: Option<u32>) -> u32 {
-        loop {
-            let ev = self.rng.below(self.cfg.paths as u64) as u32;
-            if Some(ev) != not || self.cfg.paths == 1 {
-                return ev;
-            }
-        }
+        clocked::random_path(&mut self.rng, self.cfg.paths, not)
     }
 
     /// A first RTT: the token pool holds one BDP, sprayed on random paths. Used at
@@ -290,14 +285,8 @@ impl Endpoint for UdmpSender {
     }
 
     fn poll_transmit(&mut self, now: Time, port: u8) -> Poll {
-        let Some(ev) = self.credits.pop_front() else { return Poll::Idle };
-        let Some((psn, old)) = self.buf.take_next() else {
-            self.credits.clear();
-            return Poll::Idle;
-        };
-        let ev = if old == Some(ev) { self.random_path(old) } else { ev };
-        let path = Some(&mut self.paths[ev as usize]);
-        Poll::Send(self.buf.send(&self.info, psn, ev, port, now, old.is_some(), path, &mut self.stats))
+        let s = self;
+        clocked::transmit(&mut s.credits, &mut s.buf, &mut s.paths, &mut s.rng, &s.info, port, now, &mut s.stats)
     }
 
     fn poll_timeout(&self) -> Option<Time> {

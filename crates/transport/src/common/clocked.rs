@@ -1,0 +1,44 @@
+//! What the ACK-clocked senders (MPRDMA, UDMP) share: a queue of credits, each the
+//! permission to send one packet on one entropy value, granted by ACKs (on the ACK's
+//! own path) and spent when the NIC asks for a packet.
+
+use super::{PathStats, SendBuffer};
+use crate::conn::{ConnInfo, EndpointStats, Poll};
+use fabricsim_engine::{Rng, Time};
+use std::collections::VecDeque;
+
+/// A uniformly random entropy value of `0..paths`, other than `not` when there is a
+/// choice.
+pub fn random_path(rng: &mut Rng, paths: u32, not: Option<u32>) -> u32 {
+    loop {
+        let ev = rng.below(paths as u64) as u32;
+        if Some(ev) != not || paths == 1 {
+            return ev;
+        }
+    }
+}
+
+/// Spends the oldest credit on the next packet from `buf`, sent from NIC port `port`.
+/// A retransmission due on the very EV it was lost on goes to `random_path` instead.
+/// When nothing is left to send the remaining credits lapse: the ACK clock grants new
+/// ones as data comes back.
+#[allow(clippy::too_many_arguments)]
+pub fn transmit(
+    credits: &mut VecDeque<u32>,
+    buf: &mut SendBuffer,
+    paths: &mut [PathStats],
+    rng: &mut Rng,
+    info: &ConnInfo,
+    port: u8,
+    now: Time,
+    stats: &mut EndpointStats,
+) -> Poll {
+    let Some(ev) = credits.pop_front() else { return Poll::Idle };
+    let Some((psn, old)) = buf.take_next() else {
+        credits.clear();
+        return Poll::Idle;
+    };
+    let ev = if old == Some(ev) { random_path(rng, paths.len() as u32, old) } else { ev };
+    let path = Some(&mut paths[ev as usize]);
+    Poll::Send(buf.send(info, psn, ev, port, now, old.is_some(), path, stats))
+}
