@@ -5,22 +5,9 @@ mod util;
 use fabricsim_engine::{Dur, Rate, Rng, Time};
 use fabricsim_transport::common::{SprayResponder, SprayResponderConfig};
 use fabricsim_transport::mprdma::{MprdmaConfig, MprdmaSender};
-use fabricsim_transport::{AnyEndpoint, ConnInfo, Endpoint, Message};
+use fabricsim_transport::{AnyEndpoint, Endpoint, Message};
 use proptest::prelude::*;
-use util::Pair;
-
-fn info(local: u32, remote: u32) -> ConnInfo {
-    ConnInfo {
-        local_host: local,
-        remote_host: remote,
-        remote_qpn: remote,
-        local_qpn: local,
-        first_port: 0,
-        ports: 1,
-        port_rate: Rate::gbps(100),
-        mtu: 4096,
-    }
-}
+use util::{info, Pair};
 
 fn cfg() -> MprdmaConfig {
     MprdmaConfig { paths: 64, init_cwnd: 16, delta: 64, window: 128, explore: 0.01, min_rto: Dur::from_us(50) }

@@ -5,23 +5,10 @@ mod util;
 use fabricsim_engine::{Dur, Rate, Rng, Time};
 use fabricsim_transport::common::{EvState, PathLog, SprayResponder, SprayResponderConfig};
 use fabricsim_transport::mrc::{EvSetConfig, MrcCcConfig, MrcConfig, MrcSender};
-use fabricsim_transport::{AnyEndpoint, ConnInfo, Endpoint, Message};
+use fabricsim_transport::{AnyEndpoint, Endpoint, Message};
 use fabricsim_wire::Packet;
 use proptest::prelude::*;
-use util::Pair;
-
-fn info(local: u32, remote: u32) -> ConnInfo {
-    ConnInfo {
-        local_host: local,
-        remote_host: remote,
-        remote_qpn: remote,
-        local_qpn: local,
-        first_port: 0,
-        ports: 1,
-        port_rate: Rate::gbps(100),
-        mtu: 4096,
-    }
-}
+use util::{info, Pair};
 
 fn cfg() -> MrcConfig {
     MrcConfig {

@@ -4,25 +4,12 @@ mod util;
 
 use fabricsim_engine::{Dur, Rate, Time};
 use fabricsim_transport::roce::{DcqcnConfig, RoceConfig, RoceRequester, RoceResponder};
-use fabricsim_transport::{AnyEndpoint, AppEvent, ConnInfo, Endpoint, Message};
+use fabricsim_transport::{AnyEndpoint, AppEvent, Endpoint, Message};
 use fabricsim_wire::{opcode, Packet};
 use proptest::prelude::*;
-use util::Pair;
+use util::{info, Pair};
 
 const MTU: u32 = 4096;
-
-fn info(local: u32, remote: u32) -> ConnInfo {
-    ConnInfo {
-        local_host: local,
-        remote_host: remote,
-        remote_qpn: remote,
-        local_qpn: local,
-        first_port: 0,
-        ports: 1,
-        port_rate: Rate::gbps(100),
-        mtu: MTU,
-    }
-}
 
 fn pair(cfg: RoceConfig) -> Pair {
     let req = AnyEndpoint::RoceRequester(RoceRequester::new(info(0, 1), cfg, 1000));

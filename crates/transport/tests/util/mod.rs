@@ -8,8 +8,23 @@
 #![allow(dead_code)]
 
 use fabricsim_engine::{Dur, EventQueue, Rate, Rng, Time};
-use fabricsim_transport::{AnyEndpoint, AppEvent, Endpoint, Poll};
+use fabricsim_transport::{AnyEndpoint, AppEvent, ConnInfo, Endpoint, Poll};
 use fabricsim_wire::{Ecn, Packet};
+
+/// One single-port 100 Gb/s endpoint's view of a connection between hosts `local` and
+/// `remote` (QPNs equal to the host numbers), MTU 4096.
+pub fn info(local: u32, remote: u32) -> ConnInfo {
+    ConnInfo {
+        local_host: local,
+        remote_host: remote,
+        remote_qpn: remote,
+        local_qpn: local,
+        first_port: 0,
+        ports: 1,
+        port_rate: Rate::gbps(100),
+        mtu: 4096,
+    }
+}
 
 #[derive(Clone, Copy)]
 enum Ev {
