@@ -57,17 +57,11 @@ def test_colliding_flow_moves_off_the_shared_spine(collisions):
         assert 0.25 < before["flow1_off_shared"] < 0.8, (seed, ph)
         assert after["flow1_off_shared"] > 0.95, (seed, ph)
         assert after["flow2_gbps"] > 0.9 * 100 * 4096 / 4198, (seed, ph)
-        # Flow 1 keeps most of its rate (measured 77-81 % of line: Algorithm 1 cuts the
-        # rate while the shared spine's queue is in its RTT samples, and a zero gradient
-        # afterwards never restores it).
-        assert after["flow1_gbps"] > 0.7 * before["flow1_gbps"], (seed, ph)
-
-
-@pytest.mark.xfail(strict=True, reason="paper: flow 1's total stays stable; fabricsim: 77-81 % of line "
-                   "(Algorithm 1's rate cut during the move is not undone)")
-def test_colliding_flow_keeps_line_rate_as_in_the_paper(collisions):
-    for seed, ph in collisions.items():
-        assert ph.loc[600]["flow1_gbps"] > 0.9 * ph.loc[100]["flow1_gbps"], (seed, ph)
+        # ...without losing throughput (measured 99 % of its rate before). Algorithm 1
+        # cuts the rate while the shared spine's queue is in the RTT samples; a flat RTT
+        # afterwards raises it again (min_increase; the formula alone leaves it at
+        # 77-81 %).
+        assert after["flow1_gbps"] > 0.95 * before["flow1_gbps"], (seed, ph)
 
 
 def test_staggered_incast_converges_to_fair_shares_at_every_stage():
@@ -97,10 +91,11 @@ def permutation_tails():
 
 
 def test_permutation_tail_orders_udmp_above_qp_scaling_above_roce(permutation_tails):
-    # Fig. 6a: UDMP > QP-Scaling-32 > QP-Scaling-16, every multipath scheme above
-    # single-path RoCE. Two-seed means over seeds 1-8: UDMP 67-68, QP-Scaling-32
-    # 45-54, QP-Scaling-16 38-44, RoCE 32-40 Gb/s (QP-Scaling-16 over RoCE by 5-40 %).
+    # Fig. 6a: UDMP > QP-Scaling-32 > QP-Scaling-16, UDMP > MPRDMA, every multipath
+    # scheme above single-path RoCE. Measured (seeds 1, 2): UDMP 81.8, MPRDMA 75.5,
+    # QP-Scaling-32 44.5, QP-Scaling-16 38.5, RoCE 33.1 Gb/s.
     t = permutation_tails
+    assert t["udmp"] > 1.04 * t["mprdma"], t
     assert t["udmp"] > 1.1 * t["qps32"], t
     assert t["qps32"] > 1.05 * t["qps16"], t
     assert t["qps16"] > t["roce"], t
@@ -115,8 +110,8 @@ def test_udmp_load_balancer_alone_keeps_the_permutation_tail_at_its_token_rate(p
     assert permutation_tails["udmp_lb_only"] > 0.95 * 0.9 * LINE, permutation_tails
 
 
-@pytest.mark.xfail(strict=True, reason="paper: UDMP 2x MPRDMA and QP-Scaling-16 >= MPRDMA; fabricsim: MPRDMA ~91 Gb/s, "
-                   "UDMP ~68 (Algorithm 1 drifts long flows toward half line rate), QP-Scaling 42-52")
-def test_permutation_tail_places_mprdma_last_as_in_the_paper(permutation_tails):
+@pytest.mark.xfail(strict=True, reason="paper: QP-Scaling-16 >= MPRDMA (UDMP 2x MPRDMA); fabricsim: MPRDMA 75.5 Gb/s, "
+                   "QP-Scaling-32/16 44.5/38.5 (their per-QP DCQCN cuts hard at the one-third-BDP step)")
+def test_permutation_tail_places_mprdma_below_qp_scaling_as_in_the_paper(permutation_tails):
     t = permutation_tails
-    assert t["udmp"] >= t["mprdma"] and t["qps16"] >= t["mprdma"], t
+    assert t["qps16"] >= t["mprdma"], t

@@ -81,6 +81,8 @@ pub struct UdmpSpec {
     pub paths: u32,
     /// EWMA weight.
     pub alpha: f64,
+    /// Smallest increase factor when the gradient is not positive.
+    pub min_increase: f64,
     /// Severe-congestion threshold.
     pub t_high: Option<Dur>,
     /// Exploration probability per RTT.
@@ -243,6 +245,7 @@ pub fn endpoint_pair(
                 paths: s.paths,
                 base_rtt: ctx.base_rtt,
                 alpha: s.alpha,
+                min_increase: s.min_increase,
                 t_high: s.t_high.unwrap_or(ctx.base_rtt.mul(5)),
                 explore: s.explore,
                 ooo_aware: s.ooo_aware,

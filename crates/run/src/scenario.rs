@@ -393,6 +393,7 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
             TransportSpec::Udmp(UdmpSpec {
                 paths: paths(&mut r, 256)?,
                 alpha: r.float("alpha", 0.125, 1e-6, 1.0)?,
+                min_increase: r.float("min_increase", 0.1, 0.0, 1.0)?,
                 t_high: r.duration("t_high")?,
                 explore: r.float("explore", 0.01, 0.0, 1.0)?,
                 ooo_aware: r.bool("ooo_aware", true)?,

@@ -185,6 +185,7 @@ const STELLAR: &[Param] = &[
 const UDMP: &[Param] = &[
     p("paths", Ty::Int, "256", "Entropy values (virtual paths) per connection."),
     p("alpha", Ty::Float, "0.125", "EWMA weight of a new RTT sample in smooth_rtt (unspecified in the paper)."),
+    p("min_increase", Ty::Float, "0.1", "Smallest increase when the gradient is zero or negative: rate += max(|g|, min_increase) x (linerate - rate) once per RTT. The paper's text says a zero gradient lets the rate grow; its formula alone would not (0 = the formula exactly)."),
     p("t_high", Ty::Duration, "auto", "Severe-congestion threshold on smooth_rtt; auto = 5 x the path's base RTT (unspecified in the paper)."),
     p("explore", Ty::Float, "0.01", "Probability per RTT that the next clocked packet takes a new random path (unspecified in the paper)."),
     p("ooo_aware", Ty::Bool, "true", "Keep ACKs lagging by more than delta from clocking packets out (Fig. 7 compares on and off)."),

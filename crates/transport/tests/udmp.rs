@@ -15,6 +15,7 @@ fn cfg(paths: u32) -> UdmpConfig {
         paths,
         base_rtt: Dur::from_us(20),
         alpha: 0.125,
+        min_increase: 0.0,
         t_high: Dur::from_us(100),
         explore: 0.0,
         ooo_aware: true,
@@ -105,6 +106,37 @@ fn a_growing_delay_makes_the_rate_fall() {
     let AnyEndpoint::Udmp(u) = &p.eps[0] else { unreachable!() };
     assert!(u.rate() < 0.8e11, "rate {}", u.rate());
     assert_eq!(p.received().len(), 1);
+}
+
+#[test]
+fn a_passing_queue_costs_no_lasting_rate_with_min_increase() {
+    // A queue builds and drains on every path: the one-way delay rises by 20 us from
+    // 200 to 300 us and falls back by 400 us, then stays flat. Algorithm 1 cuts the rate
+    // on the rise; the fall undoes only part of the cut, and the flat RTT after it has a
+    // zero gradient. Only the paper's "zero gradient: increase" (min_increase) brings
+    // the rate back to line rate before the 20 MB flow ends.
+    let final_rate = |min_increase: f64| {
+        let mut p = pair(UdmpConfig { min_increase, ..cfg(4) }, 6);
+        p.delay_of = Some(Box::new(|_, pkt: &Packet| {
+            let t = pkt.ext.ts as f64 / 1e6; // send time in us
+            let bump = if (200.0..300.0).contains(&t) {
+                t - 200.0
+            } else if (300.0..400.0).contains(&t) {
+                400.0 - t
+            } else {
+                0.0
+            };
+            Dur::from_us(10) + Dur::from_ns((bump * 200.0) as u64)
+        }));
+        p.post(Message { seq: 0, len: 20_000_000, va: 0, rkey: 1 });
+        p.run(Time::MAX);
+        assert_eq!(p.eps[1].stats().bytes_placed, 20_000_000);
+        let AnyEndpoint::Udmp(u) = &p.eps[0] else { unreachable!() };
+        u.rate()
+    };
+    let (literal, text) = (final_rate(0.0), final_rate(0.1));
+    assert!(literal < 0.95e11, "the formula alone keeps part of the cut: {literal}");
+    assert!(text > 0.99e11, "min_increase restores line rate: {text}");
 }
 
 #[test]

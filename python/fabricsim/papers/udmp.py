@@ -16,7 +16,8 @@ experiments as scenarios.
 
 Fabric settings of the paper's simulations (section V-B): 100 Gb/s hosts, 400 Gb/s
 switch links, 1 us per link, 32 MB switch buffers, RED/ECN as a step at 36 packets with
-Pmax 1.0 (``ECN_STEP``: 36 x 4 KB packets, fabricsim's MTU). The paper does not state
+Pmax 1.0 where one BDP is about 108 packets (``ECN_STEP``: a third of a BDP, 55 KB on
+these fabrics). The paper does not state
 PFC; fabricsim's default (PFC on) is kept, and the multipath transports never pause
 in these runs. Fig. 1/3/4 use a two-tier leaf-spine as the paper's testbed, at 100 Gb/s
 with fabricsim's default fabric (ECN 400 KB-1.6 MB per 100 Gb/s port).
@@ -39,9 +40,13 @@ from .common import flow_gbps, jain, low_percentile_gbps
 MULTIPATH_OVERHEAD = 82 + 20 + 16 + 32
 #: Wire bytes of a multipath transport's ACK (base headers, preamble/gap, extension).
 ACK_WIRE = 82 + 20 + 32
-#: The paper's RED setting "(P_max, K_min, K_max) = (1.0, 36 packets, 36 packets)" in
-#: fabricsim's 4 KB packets.
-ECN_STEP = {"kmin": "150KB", "kmax": "150KB", "pmax": 1.0}
+#: The paper's RED setting "(P_max, K_min, K_max) = (1.0, 36 packets, 36 packets)" with
+#: "the BDP size ... approximately 108 packets": a step at a third of a BDP. The
+#: fat-trees here (100 Gb/s hosts, 1 us links, 4 KB packets) have an inter-pod base RTT
+#: of about 13.1 us, a BDP of 164 KB, so the step is at 55 KB. (Kept as a fraction of the
+#: BDP rather than as 36 of fabricsim's 4 KB packets, which would put it at a whole BDP:
+#: a window that halves on marks then never sees them.)
+ECN_STEP = {"kmin": "55KB", "kmax": "55KB", "pmax": 1.0}
 
 #: Transports of the Fig. 6a comparison, by the names used in results.
 TRANSPORTS: Dict[str, Dict[str, Any]] = {

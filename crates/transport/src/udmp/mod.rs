@@ -9,7 +9,8 @@
 //!   base_rtt / smooth_rtt)`;
 //! * about once per RTT (after as many ACKs as were in flight at the last update) the
 //!   gradient `g = Δsmooth_rtt / Δt` moves the rate: `g > 0` ⇒ `rate ×= 1 − |g|`, else
-//!   `rate += |g| × (linerate − rate)` (multiplicative both ways, fair by Appendix A).
+//!   `rate += max(|g|, min_increase) × (linerate − rate)` (multiplicative both ways,
+//!   fair by Appendix A; see below for `min_increase`).
 //!
 //! Algorithm 2 (the adaptive load balancer), on the same ACK: an ACK faster than
 //! `smooth_rtt` clocks out two packets *on its own path* if the pool holds two
@@ -26,6 +27,13 @@
 //! it); the first ACK only initialises `smooth_rtt` and the gradient reference; `|g|`
 //! is clamped to 1 and the rate to `[min_rate, linerate]`; a connection whose pipe
 //! empties (all in flight acknowledged, data left) restarts with a new first RTT.
+//! The paper's text says a zero or negative gradient "indicates unused network
+//! bandwidth, allowing the endpoint to increase the sending rate", but its formula gives
+//! no increase at `g = 0`. Taken literally, a rise and fall of the RTT (a queue that
+//! builds and drains) leaves `1 − g + g²` of the rate, never restored once the RTT is
+//! flat, and zero-mean RTT noise drifts the rate to about half line rate. fabricsim
+//! follows the text: the increase factor is at least `min_increase` (0 gives the
+//! formula exactly).
 //! Losses: the receiver NACKs PSNs beyond its one-BDP bitmap, and a timeout (RFC 6298,
 //! at least `min_rto`) catches the rest; lost packets are resent on another path.
 //! Optionally (`window`), new PSNs stay within the receiver's bitmap (flow control, not
@@ -48,6 +56,9 @@ pub struct UdmpConfig {
     pub base_rtt: Dur,
     /// EWMA weight of a new RTT sample.
     pub alpha: f64,
+    /// Smallest multiplicative-increase factor applied when the gradient is zero or
+    /// negative: `rate += max(|g|, min_increase) × (linerate − rate)`.
+    pub min_increase: f64,
     /// Severe-congestion threshold on `smooth_rtt`.
     pub t_high: Dur,
     /// Probability per RTT of exploring a new path.
@@ -188,7 +199,7 @@ impl UdmpSender {
             if g > 0.0 {
                 self.rate -= g * self.rate;
             } else {
-                self.rate += -g * (self.line - self.rate);
+                self.rate += (-g).max(self.cfg.min_increase) * (self.line - self.rate);
             }
             self.rate = self.rate.clamp(self.line / 1000.0, self.line);
             self.last_smooth = smooth;
