@@ -409,9 +409,11 @@ impl Fabric {
         q: &mut EventQueue<E>,
     ) {
         self.nodes[node as usize].used -= wire;
-        let ingress = &mut self.ports[in_port as usize];
-        ingress.ingress[c] -= wire;
+        // Per-ingress bytes only matter for PFC; a lossy fabric skips them (the ingress
+        // port's struct is a cache miss per hop on large fabrics).
         if let Some(pfc) = self.cfg.pfc {
+            let ingress = &mut self.ports[in_port as usize];
+            ingress.ingress[c] -= wire;
             if ingress.pause_sent[c] {
                 let xoff = self.xoff(node);
                 let ingress = &mut self.ports[in_port as usize];
@@ -586,7 +588,9 @@ impl Fabric {
             port.stats.queue_max = port.queued[DATA];
         }
         self.nodes[node as usize].used += wire;
-        self.ports[in_port as usize].ingress[class] += wire;
+        if self.cfg.pfc.is_some() {
+            self.ports[in_port as usize].ingress[class] += wire;
+        }
         if class == DATA && self.cfg.pfc.is_some() {
             let ingress = &self.ports[in_port as usize];
             if !ingress.pause_sent[DATA] && ingress.ingress[DATA] > self.xoff(node) {

@@ -211,6 +211,11 @@ impl EvSets {
         Some(&mut self.entries[i].stats)
     }
 
+    /// Counters of the EV in `slot` (from [`next_slot`](Self::next_slot)).
+    pub fn stats_at(&mut self, slot: u32) -> &mut PathStats {
+        &mut self.entries[slot as usize].stats
+    }
+
     /// Counters of every EV that carried traffic.
     pub fn stats(&self) -> Vec<PathStats> {
         self.entries.iter().filter(|e| e.stats.packets > 0 || e.stats.losses > 0).map(|e| e.stats).collect()
@@ -235,6 +240,12 @@ impl EvSets {
     /// `avoid`, the EV a retransmitted packet was lost on). `None` if the plane has no
     /// active EV.
     pub fn next(&mut self, p: u8, now: Time, avoid: Option<u32>) -> Option<u32> {
+        self.next_slot(p, now, avoid).map(|(ev, _)| ev)
+    }
+
+    /// [`next`](Self::next), with the EV's slot for [`stats_at`](Self::stats_at): the
+    /// sender counts the packet without looking the EV up again.
+    pub fn next_slot(&mut self, p: u8, now: Time, avoid: Option<u32>) -> Option<(u32, u32)> {
         let list = &self.active[p as usize];
         let n = list.len();
         if n == 0 {
@@ -250,7 +261,7 @@ impl EvSets {
             if Some(e.ev) == avoid && n > 1 {
                 continue;
             }
-            fallback.get_or_insert(e.ev);
+            fallback.get_or_insert((e.ev, i));
             if e.penalty > 0 {
                 if !decremented {
                     decremented = true;
@@ -261,7 +272,7 @@ impl EvSets {
                 }
                 continue;
             }
-            return Some(e.ev);
+            return Some((e.ev, i));
         }
         // Every EV is penalised: use one anyway rather than stop sending.
         fallback

@@ -273,7 +273,7 @@ impl Endpoint for MrcSender {
             return idle;
         }
         let Some((psn, old)) = self.buf.take_next() else { return Poll::Idle };
-        let Some(ev) = self.evs.next(i, now, old) else {
+        let Some((ev, slot)) = self.evs.next_slot(i, now, old) else {
             // No active EV on this plane (cannot happen while backups last); put the
             // retransmission back for another plane.
             if old.is_some() {
@@ -281,7 +281,7 @@ impl Endpoint for MrcSender {
             }
             return idle;
         };
-        let path = self.evs.stats_mut(ev);
+        let path = Some(self.evs.stats_at(slot));
         Poll::Send(self.buf.send(&self.info, psn, ev, port, now, old.is_some(), path, &mut self.stats))
     }
 
