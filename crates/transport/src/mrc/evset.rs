@@ -51,6 +51,19 @@ struct Probe {
     sent: Option<Time>,
 }
 
+/// What the per-packet rotation touches of an EV, apart from the rest of its entry: 16
+/// bytes, four to a cache line, where a whole [`Entry`] spans two. Each sent packet reads
+/// the next EV's penalty and counts itself; on a large fabric these were the sender's
+/// most frequent cache misses.
+#[derive(Clone, Copy, Debug)]
+struct Hot {
+    ev: u32,
+    /// Rotations left to skip this EV (ECN or trim feedback).
+    penalty: u8,
+    /// Data packets sent on it (`PathStats::packets`).
+    packets: u64,
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Entry {
     ev: u32,
@@ -58,7 +71,6 @@ struct Entry {
     state: EvState,
     /// The state last written to the log (active/avoided flaps are coalesced).
     logged: EvState,
-    penalty: u8,
     /// ECN echoes counted since `marks_since`.
     marks: u8,
     marks_since: Time,
@@ -119,6 +131,8 @@ impl EvMap {
 pub struct EvSets {
     cfg: EvSetConfig,
     first_port: u8,
+    /// Indexed like `entries`.
+    hot: Vec<Hot>,
     entries: Vec<Entry>,
     map: EvMap,
     active: Vec<Vec<u32>>,
@@ -136,6 +150,7 @@ impl EvSets {
         let mut s = EvSets {
             cfg,
             first_port,
+            hot: Vec::new(),
             entries: Vec::new(),
             map: EvMap::new(),
             active: vec![Vec::new(); n],
@@ -172,12 +187,12 @@ impl EvSets {
             }
         };
         let idx = self.entries.len() as u32;
+        self.hot.push(Hot { ev, penalty: 0, packets: 0 });
         self.entries.push(Entry {
             ev,
             plane: p,
             state,
             logged: state,
-            penalty: 0,
             marks: 0,
             marks_since: now,
             probe: Probe { due: Time::MAX, interval: self.cfg.probe_interval, successes: 0, sent: None },
@@ -205,20 +220,30 @@ impl EvSets {
         }
     }
 
-    /// Counters of `ev`, if it belongs to this connection.
+    /// Counters of `ev`, if it belongs to this connection (all but `packets`, which
+    /// [`count_send`](Self::count_send) keeps apart).
     pub fn stats_mut(&mut self, ev: u32) -> Option<&mut PathStats> {
         let i = self.map.get(ev)?;
         Some(&mut self.entries[i].stats)
     }
 
-    /// Counters of the EV in `slot` (from [`next_slot`](Self::next_slot)).
-    pub fn stats_at(&mut self, slot: u32) -> &mut PathStats {
-        &mut self.entries[slot as usize].stats
+    /// Counts a data packet (a retransmission if `retx`) sent on the EV in `slot` (from
+    /// [`next_slot`](Self::next_slot)).
+    pub fn count_send(&mut self, slot: u32, retx: bool) {
+        self.hot[slot as usize].packets += 1;
+        if retx {
+            self.entries[slot as usize].stats.retransmissions += 1;
+        }
     }
 
     /// Counters of every EV that carried traffic.
     pub fn stats(&self) -> Vec<PathStats> {
-        self.entries.iter().filter(|e| e.stats.packets > 0 || e.stats.losses > 0).map(|e| e.stats).collect()
+        self.entries
+            .iter()
+            .zip(&self.hot)
+            .map(|(e, h)| PathStats { packets: h.packets, ..e.stats })
+            .filter(|s| s.packets > 0 || s.losses > 0)
+            .collect()
     }
 
     /// Active EVs per plane.
@@ -257,7 +282,7 @@ impl EvSets {
             let r = self.rot[p as usize] % n;
             self.rot[p as usize] = r + 1;
             let i = self.active[p as usize][r];
-            let e = self.entries[i as usize];
+            let e = self.hot[i as usize];
             if Some(e.ev) == avoid && n > 1 {
                 continue;
             }
@@ -265,8 +290,8 @@ impl EvSets {
             if e.penalty > 0 {
                 if !decremented {
                     decremented = true;
-                    self.entries[i as usize].penalty -= 1;
-                    if self.entries[i as usize].penalty == 0 {
+                    self.hot[i as usize].penalty -= 1;
+                    if self.hot[i as usize].penalty == 0 {
                         self.set_state(i, EvState::Active, now);
                     }
                 }
@@ -311,9 +336,9 @@ impl EvSets {
             let Some(b) = self.backup[p].pop_front() else { return };
             // Congested, not broken: it waits in the backups rather than being retired.
             self.active[p][pos] = b;
-            self.entries[b as usize].penalty = 0;
+            self.hot[b as usize].penalty = 0;
             self.set_state(b, EvState::Active, now);
-            self.entries[i].penalty = 0;
+            self.hot[i].penalty = 0;
             self.entries[i].marks = 0;
             self.backup[p].push_back(i as u32);
             self.set_state(i as u32, EvState::Backup, now);
@@ -328,11 +353,11 @@ impl EvSets {
     }
 
     fn add_penalty(&mut self, i: u32, k: u8, now: Time) {
-        let e = &mut self.entries[i as usize];
-        if k == 0 || !matches!(e.state, EvState::Active | EvState::Avoided) {
+        if k == 0 || !matches!(self.entries[i as usize].state, EvState::Active | EvState::Avoided) {
             return;
         }
-        e.penalty = e.penalty.saturating_add(k).min(15);
+        let h = &mut self.hot[i as usize];
+        h.penalty = h.penalty.saturating_add(k).min(15);
         self.set_state(i, EvState::Avoided, now);
     }
 
@@ -350,11 +375,11 @@ impl EvSets {
         };
         self.active[p][pos] = replacement;
         self.set_state(replacement, EvState::Active, now);
-        self.entries[replacement as usize].penalty = 0;
+        self.hot[replacement as usize].penalty = 0;
         self.set_state(i, EvState::Retired, now);
         let jitter = self.jitter(self.cfg.probe_interval);
+        self.hot[i as usize].penalty = 0;
         let e = &mut self.entries[i as usize];
-        e.penalty = 0;
         e.probe = Probe { due: now + jitter, interval: self.cfg.probe_interval, successes: 0, sent: None };
         self.retired.push(i);
     }

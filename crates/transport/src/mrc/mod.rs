@@ -281,8 +281,8 @@ impl Endpoint for MrcSender {
             }
             return idle;
         };
-        let path = Some(self.evs.stats_at(slot));
-        Poll::Send(self.buf.send(&self.info, psn, ev, port, now, old.is_some(), path, &mut self.stats))
+        self.evs.count_send(slot, old.is_some());
+        Poll::Send(self.buf.send(&self.info, psn, ev, port, now, old.is_some(), None, &mut self.stats))
     }
 
     fn poll_timeout(&self) -> Option<Time> {
