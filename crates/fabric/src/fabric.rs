@@ -143,7 +143,7 @@ impl Fabric {
                 let index = nodes[node as usize].port_ids.len() as u16;
                 let rng = Rng::stream(cfg.seed, &[0x9047, id as u64]);
                 let mut port = Port::new(node, index, kind, rate, links.delay, rng);
-                port.loss = cfg.link_loss;
+                port.set_loss(cfg.link_loss, None);
                 port.ecn = match (&cfg.ecn, kind) {
                     (None, _) | (_, PortKind::Nic) => false,
                     (Some(e), PortKind::Down) => e.last_hop,
@@ -300,8 +300,8 @@ impl Fabric {
             self.pool.prefetch(slot);
         }
         if let Some(port) = self.ports.get(p as usize) {
-            // The first two lines of a `Port` (`repr(C)`) hold what a hop touches.
-            crate::prefetch::lines(port, 2);
+            // The first three lines of a `Port` hold what a hop touches (see its layout).
+            crate::prefetch::lines(port, 3);
         }
     }
 
@@ -465,7 +465,7 @@ impl Fabric {
         now: Time,
         q: &mut EventQueue<E>,
     ) {
-        let peer_up = self.ports[self.ports[p as usize].peer as usize].up;
+        debug_assert_eq!(self.ports[p as usize].up, self.ports[self.ports[p as usize].peer as usize].up);
         let port = &mut self.ports[p as usize];
         if port.tap {
             // Captured as it starts onto the wire, whether or not the link delivers it.
@@ -476,11 +476,14 @@ impl Fabric {
         port.stats.tx_pkts += 1;
         port.stats.tx_bytes += wire as u64;
         self.totals.packet_hops += 1;
-        let ev_lost = match port.ev_loss {
-            Some((ev, p)) => self.pool.get(slot).net.entropy() == ev && port.rng.chance(p),
-            None => false,
-        };
-        if !port.up || !peer_up || ev_lost || (port.loss > 0.0 && port.rng.chance(port.loss)) {
+        // `lossy` only skips the loss fields when both are unset; the draws are as
+        // before, so runs with loss keep their random streams.
+        let ev_lost = port.lossy
+            && match port.ev_loss {
+                Some((ev, p)) => self.pool.get(slot).net.entropy() == ev && port.rng.chance(p),
+                None => false,
+            };
+        if !port.up || ev_lost || (port.lossy && port.loss > 0.0 && port.rng.chance(port.loss)) {
             port.stats.drops += 1;
             self.totals.link_losses += 1;
             self.pool.free(slot);
@@ -516,6 +519,7 @@ impl Fabric {
         }
         let in_port = port.peer;
         let node = port.peer_node;
+        let port_kind = port.kind;
         if !port.up {
             // The cable died while the frame was on it.
             port.stats.drops += 1;
@@ -523,7 +527,8 @@ impl Fabric {
             self.pool.free(slot);
             return None;
         }
-        if self.nodes[node as usize].kind == NodeKind::Host {
+        // A port toward a host is a leaf's `Down` port (no need to read the node).
+        if port_kind == PortKind::Down {
             self.totals.delivered += 1;
             let nic = self.ports[in_port as usize].index as u8;
             return Some(FabricOutput::Deliver { host: node, nic, slot });
@@ -768,7 +773,8 @@ impl Fabric {
     /// Random loss probability on both directions of the cable at `p`.
     pub fn set_cable_loss(&mut self, p: PortId, loss: f64) {
         for q in self.cable(p) {
-            self.ports[q as usize].loss = loss;
+            let ev_loss = self.ports[q as usize].ev_loss;
+            self.ports[q as usize].set_loss(loss, ev_loss);
         }
     }
 
@@ -776,7 +782,8 @@ impl Fabric {
     /// `p` (`None` clears it).
     pub fn set_cable_ev_loss(&mut self, p: PortId, ev_loss: Option<(u32, f64)>) {
         for q in self.cable(p) {
-            self.ports[q as usize].ev_loss = ev_loss;
+            let loss = self.ports[q as usize].loss;
+            self.ports[q as usize].set_loss(loss, ev_loss);
         }
     }
 

@@ -46,12 +46,18 @@ pub(crate) struct Queued {
 
 /// Cumulative counters of one port (the egress direction of one cable end, and the
 /// ingress accounting of the other direction).
+///
+/// `repr(C)`: the three counters every transmission updates come first, so they share
+/// the [`Port`]'s third cache line with its wire.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[repr(C)]
 pub struct PortStats {
     /// Frames put on the wire.
     pub tx_pkts: u64,
     /// Bytes put on the wire, preamble and gap included.
     pub tx_bytes: u64,
+    /// Largest data-queue depth seen, bytes (reset by samplers).
+    pub queue_max: u64,
     /// Frames this port marked CE.
     pub ecn_marks: u64,
     /// Frames dropped at this port (buffer full, link loss, link down).
@@ -62,22 +68,21 @@ pub struct PortStats {
     pub pauses_sent: u64,
     /// Picoseconds the data class of this port spent paused.
     pub paused_ps: u64,
-    /// Largest data-queue depth seen, bytes (reset by samplers).
-    pub queue_max: u64,
 }
 
 /// One egress port and the link direction it transmits on.
 ///
-/// `repr(C)` in access order: the first cache line holds what every hop reads (peer,
-/// times, queue depths, flags), the second the queues and the wire; counters, the RNG
-/// and rarely used settings follow.
+/// Laid out by access (`repr(C)`, aligned to a cache line; the offsets are checked at
+/// compile time below): line 0 holds what every hop reads (times, rate, queue depths,
+/// ids, kind, state flags), line 1 the class queues, line 2 the wire, the per-hop flags
+/// and the per-transmission counters; the RNG, PFC and fault settings follow. A hop thus
+/// touches three lines of its egress port, where a layout by meaning touched five.
+///
+/// Both ends of a cable are always up or down together ([`crate::Fabric::set_cable_up`]),
+/// so a port's own `up` says whether its link delivers.
 #[derive(Clone, Debug)]
-#[repr(C)]
+#[repr(C, align(64))]
 pub struct Port {
-    /// Owning node.
-    pub node: u32,
-    /// The port at the other end of the cable (its ingress receives our frames).
-    pub peer: PortId,
     pub(crate) busy_until: Time,
     /// Link rate.
     pub rate: Rate,
@@ -86,40 +91,57 @@ pub struct Port {
     /// Extra delay injected on this link (delay anomalies).
     pub extra_delay: Dur,
     pub(crate) queued: [u64; CLASSES],
+    /// Owning node.
+    pub node: u32,
+    /// The port at the other end of the cable (its ingress receives our frames).
+    pub peer: PortId,
     /// The node at the other end of the cable.
     pub peer_node: u32,
+    /// Role of the port.
+    pub kind: PortKind,
     pub(crate) txdone_pending: bool,
     pub(crate) arrive_pending: bool,
     /// Whether the link is up (a down link loses every frame sent on it).
     pub up: bool,
+
+    pub(crate) queues: [VecDeque<Queued>; CLASSES],
+
+    /// Frames propagating on the link: `(arrival time at the peer, slot)`, in order.
+    pub(crate) wire: VecDeque<(Time, u32)>,
     /// Whether this port marks ECN.
     pub ecn: bool,
     /// Whether frames this port transmits are captured (pcap).
     pub tap: bool,
-
-    /// Frames propagating on the link: `(arrival time at the peer, slot)`, in order.
-    pub(crate) wire: VecDeque<(Time, u32)>,
-    pub(crate) queues: [VecDeque<Queued>; CLASSES],
-    /// Bytes per class that arrived through this port and are buffered in its node.
-    pub(crate) ingress: [u64; CLASSES],
+    /// Whether `loss` or `ev_loss` is set (the per-frame loss draw is skipped otherwise).
+    pub(crate) lossy: bool,
     pub(crate) paused: [bool; CLASSES],
-    pub(crate) pause_sent: [bool; CLASSES],
     /// Index of this port within its node (NIC port number on hosts).
     pub index: u16,
-    /// Role of the port.
-    pub kind: PortKind,
-    /// Probability that a frame is lost on this link.
-    pub loss: f64,
+    /// Counters.
+    pub stats: PortStats,
+
+    /// Probability that a frame is lost on this link (set with
+    /// [`crate::Fabric::set_cable_loss`]).
+    pub(crate) loss: f64,
     /// Frames carrying this entropy value are lost with this probability (a fault
     /// confined to one path, as an ACL dropping one EV would be).
-    pub ev_loss: Option<(u32, f64)>,
+    pub(crate) ev_loss: Option<(u32, f64)>,
+    /// Bytes per class that arrived through this port and are buffered in its node.
+    pub(crate) ingress: [u64; CLASSES],
+    pub(crate) pause_sent: [bool; CLASSES],
     /// ECN `(kmin, kmax)` of this port, bytes.
     pub ecn_k: (u64, u64),
     pub(crate) paused_since: Time,
     pub(crate) rng: Rng,
-    /// Counters.
-    pub stats: PortStats,
 }
+
+const _: () = {
+    use std::mem::{offset_of, size_of};
+    assert!(offset_of!(Port, up) < 64);
+    assert!(offset_of!(Port, queues) == 64);
+    assert!(offset_of!(Port, wire) == 128);
+    assert!(offset_of!(Port, stats) + 3 * size_of::<u64>() <= 192);
+};
 
 impl Port {
     pub(crate) fn new(node: u32, index: u16, kind: PortKind, rate: Rate, delay: Dur, rng: Rng) -> Port {
@@ -137,6 +159,7 @@ impl Port {
             ev_loss: None,
             ecn: false,
             tap: false,
+            lossy: false,
             ecn_k: (0, 0),
             queues: Default::default(),
             queued: [0; CLASSES],
@@ -182,6 +205,13 @@ impl Port {
     pub fn paused_ps_at(&self, now: Time) -> u64 {
         let ongoing = if self.data_paused() { now.since(self.paused_since).ps() } else { 0 };
         self.stats.paused_ps + ongoing
+    }
+
+    /// Sets the random loss on this link direction.
+    pub(crate) fn set_loss(&mut self, loss: f64, ev_loss: Option<(u32, f64)>) {
+        self.loss = loss;
+        self.ev_loss = ev_loss;
+        self.lossy = loss > 0.0 || ev_loss.is_some();
     }
 
     /// The highest class with a queued frame that may be sent now.

@@ -25,24 +25,28 @@ pub enum NodeKind {
 }
 
 /// A node of the fabric.
+///
+/// `repr(C)` with what forwarding reads per hop (buffer use, state, plane, uSID) in
+/// the first 16 bytes; the name and port list follow.
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct Node {
+    /// Bytes of the shared buffer in use (switches).
+    pub(crate) used: u64,
+    /// Whether the node forwards (switches can fail).
+    pub up: bool,
     /// Host or switch.
     pub kind: NodeKind,
-    /// Name such as `leaf[2]` or `host[17]`.
-    pub name: String,
-    /// Ports of this node, in creation order.
-    pub port_ids: Vec<u32>,
     /// Tier: 0 hosts, 1 leaves/edges/T0, 2 spines/aggregation/T1, 3 cores.
     pub tier: u8,
     /// Plane of a multi-plane fabric (0 otherwise).
     pub plane: u8,
     /// SRv6 uSID of a switch (0 for hosts).
     pub usid: u16,
-    /// Whether the node forwards (switches can fail).
-    pub up: bool,
-    /// Bytes of the shared buffer in use (switches).
-    pub(crate) used: u64,
+    /// Name such as `leaf[2]` or `host[17]`.
+    pub name: String,
+    /// Ports of this node, in creation order.
+    pub port_ids: Vec<u32>,
 }
 
 impl Node {
