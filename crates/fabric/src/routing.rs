@@ -34,13 +34,16 @@ pub struct Routes {
     /// Dense index of each node among switches (`u32::MAX` for hosts).
     switch_index: Vec<u32>,
     nleaves: usize,
-    /// Index into `groups` for `(switch_index, leaf_index)`.
-    table: Vec<u32>,
-    /// Distinct next-hop lists as `(start, len)` into `hops`; group 0 is empty. Most
-    /// `(switch, leaf)` pairs share a list (an edge switch sends every remote leaf's
-    /// traffic to the same uplinks), so the lists stay a few KB and the table holds
-    /// 4-byte indices: the per-hop lookup then misses the cache far less often on large
-    /// fabrics (a 1024-host fat-tree has 41 k pairs).
+    /// For `(switch_index, leaf_index)`, the index of its next-hop list among its
+    /// switch's lists (`groups[group_base[switch_index] + table[..]]`).
+    table: Vec<u16>,
+    /// Where each switch's lists start in `groups`.
+    group_base: Vec<u32>,
+    /// Distinct next-hop lists of each switch as `(start, len)` into `hops`, the empty
+    /// list first. Most `(switch, leaf)` pairs share a list (an edge switch sends every
+    /// remote leaf's traffic to the same uplinks): a switch has at most a few dozen, so
+    /// the table holds 2-byte indices (82 KB for a 1024-host fat-tree's 41 k pairs,
+    /// against 328 KB of `(start, len)` pairs) and the per-hop lookup stays in cache.
     groups: Vec<(u32, u32)>,
     hops: Vec<PortId>,
     /// Per-switch ECMP hash seed.
@@ -81,7 +84,8 @@ impl Routes {
             switch_index,
             nleaves: nleaves as usize,
             table: vec![0; nswitches as usize * nleaves as usize],
-            groups: vec![(0, 0)],
+            group_base: Vec::new(),
+            groups: Vec::new(),
             hops: Vec::new(),
             seeds,
         };
@@ -96,6 +100,10 @@ impl Routes {
         // Lookup only (never iterated), so the map's order cannot leak into results.
         let mut group_of: std::collections::HashMap<Vec<PortId>, u32> = std::collections::HashMap::new();
         let mut list = Vec::new();
+        // Distinct lists over all switches first (`global`, 0 = empty), then numbered
+        // per switch below.
+        let mut global = vec![0u32; self.table.len()];
+        let mut lists: Vec<(u32, u32)> = vec![(0, 0)];
         for (leaf_node, &li) in self.leaf_index.iter().enumerate() {
             if li == u32::MAX {
                 continue;
@@ -138,13 +146,29 @@ impl Routes {
                 } else if let Some(&g) = group_of.get(&list) {
                     g
                 } else {
-                    let g = self.groups.len() as u32;
-                    self.groups.push((self.hops.len() as u32, list.len() as u32));
+                    let g = lists.len() as u32;
+                    lists.push((self.hops.len() as u32, list.len() as u32));
                     self.hops.extend_from_slice(&list);
                     group_of.insert(list.clone(), g);
                     g
                 };
-                self.table[si as usize * self.nleaves + li as usize] = group;
+                global[si as usize * self.nleaves + li as usize] = group;
+            }
+        }
+        let mut local = vec![u16::MAX; lists.len()];
+        for (si, row) in global.chunks(self.nleaves.max(1)).enumerate() {
+            let base = self.groups.len();
+            self.group_base.push(base as u32);
+            for (li, &g) in row.iter().enumerate() {
+                if local[g as usize] == u16::MAX {
+                    local[g as usize] =
+                        u16::try_from(self.groups.len() - base).expect("fewer than 65536 next-hop lists per switch");
+                    self.groups.push(lists[g as usize]);
+                }
+                self.table[si * self.nleaves + li] = local[g as usize];
+            }
+            for &g in row {
+                local[g as usize] = u16::MAX;
             }
         }
     }
@@ -160,7 +184,7 @@ impl Routes {
         }
         let si = self.switch_index[node as usize] as usize;
         let li = self.leaf_index[at.leaf as usize] as usize;
-        let (start, len) = self.groups[self.table[si * self.nleaves + li] as usize];
+        let (start, len) = self.groups[self.group_base[si] as usize + self.table[si * self.nleaves + li] as usize];
         match len {
             0 => None,
             1 => Some(self.hops[start as usize]),
@@ -182,7 +206,7 @@ impl Routes {
         }
         let si = self.switch_index[node as usize] as usize;
         let li = self.leaf_index[at.leaf as usize] as usize;
-        let (start, len) = self.groups[self.table[si * self.nleaves + li] as usize];
+        let (start, len) = self.groups[self.group_base[si] as usize + self.table[si * self.nleaves + li] as usize];
         &self.hops[start as usize..(start + len) as usize]
     }
 }
