@@ -28,9 +28,14 @@ fn cfg(paths: u32) -> UdmpConfig {
 }
 
 fn pair(c: UdmpConfig, seed: u64) -> Pair {
+    pair_with_bitmap(c, seed, 1 << 16)
+}
+
+/// A pair whose receiver tracks `bitmap` PSNs and NACKs those beyond.
+fn pair_with_bitmap(c: UdmpConfig, seed: u64, bitmap: u32) -> Pair {
     let s = UdmpSender::new(info(0, 1), c, Rng::new(seed));
     let rcfg = SprayResponderConfig {
-        window: 1 << 16,
+        window: bitmap,
         nack_beyond: true,
         nack_trimmed: false,
         sack: false,
@@ -165,6 +170,68 @@ fn flow_control_keeps_new_psns_within_the_receivers_bitmap() {
     };
     assert!(highest_early(32) < 32, "{}", highest_early(32));
     assert!(highest_early(u32::MAX) > 100, "{}", highest_early(u32::MAX));
+}
+
+#[test]
+fn a_full_bitmap_gets_its_stuck_base_resent_within_a_round_trip() {
+    // PSN 0's first copy takes 2 ms (a delay anomaly on its path); the receiver's
+    // 64-packet bitmap fills behind it and every later PSN is NACKed. Those NACKs must
+    // get PSN 0 resent after about a round trip (20 us here), not after the 200 us RTO,
+    // and on the path of a recent fast ACK rather than a random one.
+    let mut p = pair_with_bitmap(UdmpConfig { bdp_packets: 64, ..cfg(8) }, 7, 64);
+    p.delay_of = Some(Box::new(|side, pkt: &Packet| {
+        if side == 0 && pkt.bth.psn == 0 && pkt.ext.ts == 0 {
+            Dur::from_ms(2)
+        } else {
+            Dur::from_us(10)
+        }
+    }));
+    let resent = std::rc::Rc::new(std::cell::Cell::new(None));
+    let r = resent.clone();
+    p.fate = Box::new(move |side, pkt: &mut Packet, _| {
+        if side == 0 && pkt.is_data() && pkt.bth.psn == 0 && pkt.ext.ts > 0 && r.get().is_none() {
+            r.set(Some(pkt.ext.ts));
+        }
+        (false, false)
+    });
+    p.post(Message { seq: 0, len: 1_000_000, va: 0, rkey: 1 });
+    p.run(Time::MAX);
+    let resent_at = resent.get().expect("PSN 0 was resent");
+    assert!(resent_at < Dur::from_us(100).ps(), "resent at {resent_at} ps");
+    let done = p.received()[0].1;
+    assert!(done < Time(Dur::from_us(400).ps()), "finished at {done:?}");
+}
+
+#[test]
+fn acks_beyond_the_ooo_threshold_stop_the_clock_behind_a_stuck_packet() {
+    // PSN 0 is stuck for 2 ms. With out-of-order awareness (delta = 32) ACKs for PSNs
+    // 32 or more beyond it clock nothing out, so the sender stops a little past
+    // PSN 32 until the 200 us timeout resends PSN 0; without it the clock keeps running.
+    let highest_before_rto = |ooo_aware: bool| {
+        let mut p = pair(UdmpConfig { ooo_aware, delta: 32, bdp_packets: 16, ..cfg(8) }, 8);
+        p.delay_of = Some(Box::new(|side, pkt: &Packet| {
+            if side == 0 && pkt.bth.psn == 0 && pkt.ext.ts == 0 {
+                Dur::from_ms(2)
+            } else {
+                Dur::from_us(10)
+            }
+        }));
+        let seen = std::rc::Rc::new(std::cell::Cell::new(0u32));
+        let s = seen.clone();
+        p.fate = Box::new(move |side, pkt: &mut Packet, _| {
+            if side == 0 && pkt.is_data() && pkt.ext.ts < Dur::from_us(190).ps() {
+                s.set(s.get().max(pkt.bth.psn));
+            }
+            (false, false)
+        });
+        p.post(Message { seq: 0, len: 4_000_000, va: 0, rkey: 1 });
+        p.run(Time::MAX);
+        assert_eq!(p.eps[1].stats().bytes_placed, 4_000_000);
+        seen.get()
+    };
+    let (aware, blind) = (highest_before_rto(true), highest_before_rto(false));
+    assert!(aware < 64, "with OOO awareness: up to PSN {aware}");
+    assert!(blind > 120, "without: up to PSN {blind}");
 }
 
 proptest! {

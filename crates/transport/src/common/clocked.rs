@@ -18,6 +18,17 @@ pub fn random_path(rng: &mut Rng, paths: u32, not: Option<u32>) -> u32 {
     }
 }
 
+/// The path a lost packet is resent on: `good`, the path of the latest ACK the sender
+/// judged not slow (as an ACK-clocked resend would be clocked out on it), unless that is
+/// the path it was lost on; otherwise a random other one. (A uniformly random path
+/// sends a packet lost to a slow path back to it with probability 1/N per spine.)
+pub fn resend_path(rng: &mut Rng, paths: u32, good: Option<u32>, lost_on: u32) -> u32 {
+    match good {
+        Some(ev) if ev != lost_on => ev,
+        _ => random_path(rng, paths, Some(lost_on)),
+    }
+}
+
 /// Spends the oldest credit on the next packet from `buf`, sent from NIC port `port`.
 /// A retransmission due on the very EV it was lost on goes to `random_path` instead.
 /// When nothing is left to send the remaining credits lapse: the ACK clock grants new

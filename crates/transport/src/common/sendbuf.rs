@@ -333,6 +333,20 @@ impl SendBuffer {
         }
     }
 
+    /// Declares the oldest unacknowledged PSN lost (see [`mark_lost`](Self::mark_lost))
+    /// if its last transmission is at least `age` old. A receiver that NACKs PSNs beyond
+    /// its bitmap says that bitmap is full: the PSN at its base, still missing after a
+    /// round trip, is what holds it (a packet stuck on a slow path), and resending it on
+    /// another path frees the window. At most once per `age`, since the resend restarts
+    /// the clock.
+    pub fn mark_lost_head_if_older(&mut self, now: Time, age: Dur) -> Option<PsnRecord> {
+        let rec = self.record(self.una)?;
+        if now < rec.sent_at + age {
+            return None;
+        }
+        self.mark_lost(self.una)
+    }
+
     /// Declares `psn` lost (if it is in flight) and queues it for retransmission.
     /// Returns its record as it was.
     pub fn mark_lost(&mut self, psn: u32) -> Option<PsnRecord> {

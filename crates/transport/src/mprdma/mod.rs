@@ -50,6 +50,8 @@ pub struct MprdmaSender {
     /// ACKs until the next once-per-RTT exploration draw.
     acks_to_round: u32,
     explore_next: bool,
+    /// The path of the latest ACK that did not lag.
+    good_ev: Option<u32>,
     paths: Vec<PathStats>,
     stats: EndpointStats,
 }
@@ -66,6 +68,7 @@ impl MprdmaSender {
             rng,
             acks_to_round: cfg.init_cwnd.max(1),
             explore_next: false,
+            good_ev: None,
             paths: (0..cfg.paths).map(|ev| PathStats { ev, ..Default::default() }).collect(),
             stats: EndpointStats::default(),
             info,
@@ -94,9 +97,10 @@ impl MprdmaSender {
         }
     }
 
+    /// A lost packet is resent on the path of the latest ACK that did not lag.
     fn lost(&mut self, rec: PsnRecord) {
         self.paths[rec.ev as usize].losses += 1;
-        let ev = self.random_path(Some(rec.ev));
+        let ev = clocked::resend_path(&mut self.rng, self.cfg.paths, self.good_ev, rec.ev);
         self.credits.push_back(ev);
     }
 
@@ -118,6 +122,9 @@ impl MprdmaSender {
         if self.acks_to_round == 0 {
             self.acks_to_round = (self.cwnd as u32).max(1);
             self.explore_next = self.rng.chance(self.cfg.explore);
+        }
+        if !lagging {
+            self.good_ev = Some(e.ev % self.cfg.paths);
         }
         if lagging {
             // The ACK's path is slow: shrink, and give its turn to nobody.
@@ -144,11 +151,16 @@ impl Endpoint for MprdmaSender {
         match pkt.bth.opcode {
             opcode::X_ACK => self.on_ack(now, &pkt.ext),
             opcode::X_NACK => {
-                // Refused beyond the receiver's bitmap: resend it on another path.
+                // Refused beyond the receiver's bitmap: resend it on another path,
+                // and the bitmap's missing base too if it is a round trip late.
                 if let Some(rec) = self.buf.mark_lost(pkt.ext.ack_psn) {
                     self.lost(rec);
                 }
                 self.buf.cum_ack(pkt.ext.cum_psn);
+                let rtt = self.rtt.srtt().unwrap_or(self.cfg.min_rto);
+                if let Some(rec) = self.buf.mark_lost_head_if_older(now, rtt) {
+                    self.lost(rec);
+                }
             }
             _ => {}
         }

@@ -17,9 +17,12 @@
 //! packets' bytes; one faster than `smooth_rtt + base_rtt` clocks out one; a slower one
 //! clocks out nothing and its credit stays in the pool for faster paths.
 //!
-//! Out-of-order awareness (section III-D): an ACK for a PSN more than `delta` below the
-//! highest acknowledged PSN clocks nothing out (no window cut, unlike MPRDMA). Once per
-//! RTT, with probability `explore`, the next clocked packet tries a new random path.
+//! Out-of-order awareness (section III-D): "an ACK whose PSN exceeds the bitmap window is
+//! prevented from clocking out new packets", the window being `delta` PSNs from the
+//! oldest unacknowledged one (Fig. 7's "OOO control threshold"; the receiver's bitmap
+//! is larger). A packet stuck on a slow path thus stops the ACK clock after `delta`
+//! more rather than letting it run into the bitmap (no window cut, unlike MPRDMA). Once
+//! per RTT, with probability `explore`, the next clocked packet tries a new random path.
 //! The first RTT sprays `BDP / packet` packets on random paths (the initial token pool).
 //!
 //! Readings where the paper's listing is ambiguous (documented in the README): the
@@ -35,7 +38,11 @@
 //! follows the text: the increase factor is at least `min_increase` (0 gives the
 //! formula exactly).
 //! Losses: the receiver NACKs PSNs beyond its one-BDP bitmap, and a timeout (RFC 6298,
-//! at least `min_rto`) catches the rest; lost packets are resent on another path.
+//! at least `min_rto`) catches the rest. A NACK also says the bitmap is full, so its
+//! missing base is resent if a round trip late (what the paper's "NACKs ... trigger
+//! retransmission" can mean when the NACKed packet is not the one holding the window).
+//! A lost packet is resent on the path of the latest ACK that was not slow, which the
+//! paper leaves open ("retransmission on the other paths", after MPRDMA).
 //! Optionally (`window`), new PSNs stay within the receiver's bitmap (flow control, not
 //! in the paper).
 
@@ -63,9 +70,10 @@ pub struct UdmpConfig {
     pub t_high: Dur,
     /// Probability per RTT of exploring a new path.
     pub explore: f64,
-    /// Whether lagging ACKs are kept from clocking out packets.
+    /// Whether ACKs `delta` or more beyond the oldest unacknowledged PSN are kept from
+    /// clocking out packets.
     pub ooo_aware: bool,
-    /// Lag tolerance in packets.
+    /// OOO control threshold in packets.
     pub delta: u32,
     /// Bandwidth-delay product in packets (initial token pool).
     pub bdp_packets: u32,
@@ -98,8 +106,9 @@ pub struct UdmpSender {
     pkts_to_ignore: u32,
     last_smooth: f64,
     last_update: Time,
-    snd_ooh: u32,
     explore_next: bool,
+    /// The path of the latest ACK faster than `smooth_rtt + base_rtt`.
+    good_ev: Option<u32>,
     /// Packets clocked out, each on an entropy value.
     credits: VecDeque<u32>,
     /// Wire bytes of a full packet (the token size).
@@ -129,8 +138,8 @@ impl UdmpSender {
             pkts_to_ignore: 0,
             last_smooth: 0.0,
             last_update: Time::ZERO,
-            snd_ooh: 0,
             explore_next: false,
+            good_ev: None,
             credits: VecDeque::new(),
             pkt: (info.mtu + BASE_HEADER_BYTES + PREAMBLE_IFG_BYTES + RETH_BYTES + EXT_BYTES) as f64,
             paths: (0..cfg.paths).map(|ev| PathStats { ev, ..Default::default() }).collect(),
@@ -176,9 +185,11 @@ impl UdmpSender {
         self.pkts_to_ignore = 0;
     }
 
+    /// A lost packet is resent on the path of the latest ACK that was not slow (the
+    /// balancer's judgement of a good path).
     fn lost(&mut self, rec: PsnRecord) {
         self.paths[rec.ev as usize].losses += 1;
-        let ev = self.random_path(Some(rec.ev));
+        let ev = clocked::resend_path(&mut self.rng, self.cfg.paths, self.good_ev, rec.ev);
         self.credits.push_back(ev);
     }
 
@@ -234,9 +245,11 @@ impl UdmpSender {
         };
         self.smooth = Some(smooth);
         // Algorithm 2, unless the ACK lags (out-of-order awareness).
-        let lagging = self.cfg.ooo_aware && self.snd_ooh > self.cfg.delta && e.ack_psn + self.cfg.delta < self.snd_ooh;
-        self.snd_ooh = self.snd_ooh.max(e.ack_psn + 1);
-        if !lagging {
+        let beyond = self.cfg.ooo_aware && e.ack_psn >= self.buf.una() + self.cfg.delta;
+        if !beyond && rtt < smooth + base {
+            self.good_ev = Some(e.ev % self.cfg.paths);
+        }
+        if !beyond {
             let n = if rtt < smooth && self.bytes_pool >= 2.0 * self.pkt {
                 2
             } else if self.bytes_pool >= self.pkt && rtt < smooth + base {
@@ -271,6 +284,11 @@ impl Endpoint for UdmpSender {
                     self.lost(rec);
                 }
                 self.buf.cum_ack(pkt.ext.cum_psn);
+                // The bitmap is full: resend its missing base if it is a round trip late.
+                let rtt = self.smooth_rtt().unwrap_or(self.cfg.base_rtt).max(self.cfg.base_rtt);
+                if let Some(rec) = self.buf.mark_lost_head_if_older(now, rtt) {
+                    self.lost(rec);
+                }
                 self.first_rtt(now);
             }
             _ => {}
