@@ -2,9 +2,10 @@
 //! permission to send one packet on one entropy value, granted by ACKs (on the ACK's
 //! own path) and spent when the NIC asks for a packet.
 
-use super::{PathStats, SendBuffer};
+use super::{PathStats, PsnRecord, SendBuffer};
 use crate::conn::{ConnInfo, EndpointStats, Poll};
-use fabricsim_engine::{Rng, Time};
+use fabricsim_engine::{Dur, Rng, Time};
+use fabricsim_wire::Ext;
 use std::collections::VecDeque;
 
 /// A uniformly random entropy value of `0..paths`, other than `not` when there is a
@@ -27,6 +28,16 @@ pub fn resend_path(rng: &mut Rng, paths: u32, good: Option<u32>, lost_on: u32) -
         Some(ev) if ev != lost_on => ev,
         _ => random_path(rng, paths, Some(lost_on)),
     }
+}
+
+/// What a NACK (a PSN refused beyond the receiver's bitmap, with the receiver's
+/// cumulative point) makes lost: the refused PSN, and the bitmap's missing base if its
+/// last copy is at least `age` (about a round trip) old, since the full bitmap says
+/// that base is what holds it (see [`SendBuffer::mark_lost_head_if_older`]).
+pub fn nack_losses(buf: &mut SendBuffer, nack: &Ext, now: Time, age: Dur) -> [Option<PsnRecord>; 2] {
+    let refused = buf.mark_lost(nack.ack_psn);
+    buf.cum_ack(nack.cum_psn);
+    [refused, buf.mark_lost_head_if_older(now, age)]
 }
 
 /// Spends the oldest credit on the next packet from `buf`, sent from NIC port `port`.

@@ -123,13 +123,11 @@ impl MprdmaSender {
             self.acks_to_round = (self.cwnd as u32).max(1);
             self.explore_next = self.rng.chance(self.cfg.explore);
         }
-        if !lagging {
-            self.good_ev = Some(e.ev % self.cfg.paths);
-        }
         if lagging {
             // The ACK's path is slow: shrink, and give its turn to nobody.
             self.cwnd = (self.cwnd - 1.0).max(1.0);
         } else {
+            self.good_ev = Some(e.ev % self.cfg.paths);
             self.cwnd = if marked { (self.cwnd - 0.5).max(1.0) } else { self.cwnd + 1.0 / self.cwnd };
             let allowed = (self.cwnd as u32).saturating_sub(self.buf.inflight() + self.credits.len() as u32);
             for _ in 0..allowed {
@@ -151,14 +149,8 @@ impl Endpoint for MprdmaSender {
         match pkt.bth.opcode {
             opcode::X_ACK => self.on_ack(now, &pkt.ext),
             opcode::X_NACK => {
-                // Refused beyond the receiver's bitmap: resend it on another path,
-                // and the bitmap's missing base too if it is a round trip late.
-                if let Some(rec) = self.buf.mark_lost(pkt.ext.ack_psn) {
-                    self.lost(rec);
-                }
-                self.buf.cum_ack(pkt.ext.cum_psn);
                 let rtt = self.rtt.srtt().unwrap_or(self.cfg.min_rto);
-                if let Some(rec) = self.buf.mark_lost_head_if_older(now, rtt) {
+                for rec in clocked::nack_losses(&mut self.buf, &pkt.ext, now, rtt).into_iter().flatten() {
                     self.lost(rec);
                 }
             }

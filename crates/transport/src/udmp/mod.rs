@@ -244,12 +244,12 @@ impl UdmpSender {
             Some(s) => self.cfg.alpha * rtt + (1.0 - self.cfg.alpha) * s,
         };
         self.smooth = Some(smooth);
-        // Algorithm 2, unless the ACK lags (out-of-order awareness).
+        // Algorithm 2, unless the ACK is beyond the OOO window (out-of-order awareness).
         let beyond = self.cfg.ooo_aware && e.ack_psn >= self.buf.una() + self.cfg.delta;
-        if !beyond && rtt < smooth + base {
-            self.good_ev = Some(e.ev % self.cfg.paths);
-        }
         if !beyond {
+            if rtt < smooth + base {
+                self.good_ev = Some(e.ev % self.cfg.paths);
+            }
             let n = if rtt < smooth && self.bytes_pool >= 2.0 * self.pkt {
                 2
             } else if self.bytes_pool >= self.pkt && rtt < smooth + base {
@@ -280,13 +280,8 @@ impl Endpoint for UdmpSender {
         match pkt.bth.opcode {
             opcode::X_ACK => self.on_ack(now, &pkt.ext),
             opcode::X_NACK => {
-                if let Some(rec) = self.buf.mark_lost(pkt.ext.ack_psn) {
-                    self.lost(rec);
-                }
-                self.buf.cum_ack(pkt.ext.cum_psn);
-                // The bitmap is full: resend its missing base if it is a round trip late.
                 let rtt = self.smooth_rtt().unwrap_or(self.cfg.base_rtt).max(self.cfg.base_rtt);
-                if let Some(rec) = self.buf.mark_lost_head_if_older(now, rtt) {
+                for rec in clocked::nack_losses(&mut self.buf, &pkt.ext, now, rtt).into_iter().flatten() {
                     self.lost(rec);
                 }
                 self.first_rtt(now);
