@@ -268,7 +268,7 @@ impl EvSets {
         self.next_slot(p, now, avoid).map(|(ev, _)| ev)
     }
 
-    /// [`next`](Self::next), with the EV's slot for [`stats_at`](Self::stats_at): the
+    /// [`next`](Self::next), with the EV's slot for [`count_send`](Self::count_send): the
     /// sender counts the packet without looking the EV up again.
     pub fn next_slot(&mut self, p: u8, now: Time, avoid: Option<u32>) -> Option<(u32, u32)> {
         let list = &self.active[p as usize];
