@@ -156,10 +156,14 @@ impl MrcSender {
             self.acks_since_spurious = 0;
         }
         self.buf.cum_ack(e.cum_psn);
-        for i in 0..64u32.min(e.ack_psn) {
-            if e.bitmap & (1 << i) != 0 {
-                self.buf.ack(e.ack_psn - 1 - i);
-            }
+        // Bit i of the SACK bitmap is PSN ack_psn - 1 - i; only bits at or above the
+        // cumulative point can be news (with per-packet SACKs most are not).
+        let span = e.ack_psn.saturating_sub(self.buf.una()).min(64);
+        let mut bits = if span == 64 { e.bitmap } else { e.bitmap & ((1u64 << span) - 1) };
+        while bits != 0 {
+            let i = bits.trailing_zeros();
+            bits &= bits - 1;
+            self.buf.ack(e.ack_psn - 1 - i);
         }
         if news {
             self.rtt.sample(now.since(Time(e.ts)));
