@@ -54,6 +54,32 @@ fn path_of(p: &Packet) -> u32 {
     }
 }
 
+/// Holds PSN 0 on the wire for `stuck` (only its first copy if `first_copy_only`); every
+/// other packet takes 10 us each way.
+fn stick_psn0(p: &mut Pair, stuck: Dur, first_copy_only: bool) {
+    p.delay_of = Some(Box::new(move |side, pkt: &Packet| {
+        // `ext.ts` is the send time in picoseconds: 0 for the very first copy.
+        if side == 0 && pkt.bth.psn == 0 && (!first_copy_only || pkt.ext.ts == 0) {
+            stuck
+        } else {
+            Dur::from_us(10)
+        }
+    }));
+}
+
+/// The highest PSN the sender puts on the wire before `until`, as the pair runs.
+fn highest_sent_before(p: &mut Pair, until: Dur) -> std::rc::Rc<std::cell::Cell<u32>> {
+    let seen = std::rc::Rc::new(std::cell::Cell::new(0u32));
+    let s = seen.clone();
+    p.fate = Box::new(move |side, pkt: &mut Packet, _| {
+        if side == 0 && pkt.is_data() && pkt.ext.ts < until.ps() {
+            s.set(s.get().max(pkt.bth.psn));
+        }
+        (false, false)
+    });
+    seen
+}
+
 #[test]
 fn the_token_pool_example_loads_the_faster_path_about_twice_as_much() {
     // UDMP Fig. 3: two paths with RTT 2 and 3 units, tokens injected at one packet per
@@ -151,18 +177,8 @@ fn flow_control_keeps_new_psns_within_the_receivers_bitmap() {
     // they go out at once and bounce off the receiver's bitmap.
     let highest_early = |window: u32| {
         let mut p = pair(UdmpConfig { window, bdp_packets: 64, ..cfg(8) }, 5);
-        p.delay_of = Some(Box::new(
-            |side, pkt: &Packet| if side == 0 && pkt.bth.psn == 0 { Dur::from_us(500) } else { Dur::from_us(10) },
-        ));
-        let seen = std::rc::Rc::new(std::cell::Cell::new(0u32));
-        let s = seen.clone();
-        p.fate = Box::new(move |side, pkt: &mut Packet, _| {
-            // `ext.ts` is the send time in picoseconds.
-            if side == 0 && pkt.is_data() && pkt.ext.ts < Dur::from_us(400).ps() {
-                s.set(s.get().max(pkt.bth.psn));
-            }
-            (false, false)
-        });
+        stick_psn0(&mut p, Dur::from_us(500), false);
+        let seen = highest_sent_before(&mut p, Dur::from_us(400));
         p.post(Message { seq: 0, len: 2_000_000, va: 0, rkey: 1 });
         p.run(Time::MAX);
         assert_eq!(p.eps[1].stats().bytes_placed, 2_000_000);
@@ -179,13 +195,7 @@ fn a_full_bitmap_gets_its_stuck_base_resent_within_a_round_trip() {
     // get PSN 0 resent after about a round trip (20 us here), not after the 200 us RTO,
     // and on the path of a recent fast ACK rather than a random one.
     let mut p = pair_with_bitmap(UdmpConfig { bdp_packets: 64, ..cfg(8) }, 7, 64);
-    p.delay_of = Some(Box::new(|side, pkt: &Packet| {
-        if side == 0 && pkt.bth.psn == 0 && pkt.ext.ts == 0 {
-            Dur::from_ms(2)
-        } else {
-            Dur::from_us(10)
-        }
-    }));
+    stick_psn0(&mut p, Dur::from_ms(2), true);
     let resent = std::rc::Rc::new(std::cell::Cell::new(None));
     let r = resent.clone();
     p.fate = Box::new(move |side, pkt: &mut Packet, _| {
@@ -209,21 +219,8 @@ fn acks_beyond_the_ooo_threshold_stop_the_clock_behind_a_stuck_packet() {
     // PSN 32 until the 200 us timeout resends PSN 0; without it the clock keeps running.
     let highest_before_rto = |ooo_aware: bool| {
         let mut p = pair(UdmpConfig { ooo_aware, delta: 32, bdp_packets: 16, ..cfg(8) }, 8);
-        p.delay_of = Some(Box::new(|side, pkt: &Packet| {
-            if side == 0 && pkt.bth.psn == 0 && pkt.ext.ts == 0 {
-                Dur::from_ms(2)
-            } else {
-                Dur::from_us(10)
-            }
-        }));
-        let seen = std::rc::Rc::new(std::cell::Cell::new(0u32));
-        let s = seen.clone();
-        p.fate = Box::new(move |side, pkt: &mut Packet, _| {
-            if side == 0 && pkt.is_data() && pkt.ext.ts < Dur::from_us(190).ps() {
-                s.set(s.get().max(pkt.bth.psn));
-            }
-            (false, false)
-        });
+        stick_psn0(&mut p, Dur::from_ms(2), true);
+        let seen = highest_sent_before(&mut p, Dur::from_us(190));
         p.post(Message { seq: 0, len: 4_000_000, va: 0, rkey: 1 });
         p.run(Time::MAX);
         assert_eq!(p.eps[1].stats().bytes_placed, 4_000_000);
