@@ -595,10 +595,8 @@ impl Fabric {
         self.nodes[node as usize].used += wire;
         if self.cfg.pfc.is_some() {
             self.ports[in_port as usize].ingress[class] += wire;
-        }
-        if class == DATA && self.cfg.pfc.is_some() {
             let ingress = &self.ports[in_port as usize];
-            if !ingress.pause_sent[DATA] && ingress.ingress[DATA] > self.xoff(node) {
+            if class == DATA && !ingress.pause_sent[DATA] && ingress.ingress[DATA] > self.xoff(node) {
                 self.ports[in_port as usize].pause_sent[DATA] = true;
                 self.send_pfc(in_port, DATA, true, now, q);
             }

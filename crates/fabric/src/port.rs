@@ -76,7 +76,7 @@ pub struct PortStats {
 /// compile time below): line 0 holds what every hop reads (times, rate, queue depths,
 /// ids, kind, state flags), line 1 the class queues, line 2 the wire, the per-hop flags
 /// and the per-transmission counters; the RNG, PFC and fault settings follow. A hop thus
-/// touches three lines of its egress port, where a layout by meaning touched five.
+/// touches three lines of its egress port, where the earlier layout touched five.
 ///
 /// Both ends of a cable are always up or down together ([`crate::Fabric::set_cable_up`]),
 /// so a port's own `up` says whether its link delivers.

@@ -173,6 +173,14 @@ impl Routes {
         }
     }
 
+    /// `(start, len)` in `hops` of switch `node`'s next hops toward `leaf`.
+    #[inline]
+    fn list(&self, node: u32, leaf: u32) -> (u32, u32) {
+        let si = self.switch_index[node as usize] as usize;
+        let li = self.leaf_index[leaf as usize] as usize;
+        self.groups[self.group_base[si] as usize + self.table[si * self.nleaves + li] as usize]
+    }
+
     /// The egress port at switch `node` for a packet with header `net`, or `None` if the
     /// destination is unreachable from here.
     #[inline]
@@ -182,14 +190,12 @@ impl Routes {
         if at.leaf == node {
             return Some(at.down);
         }
-        let si = self.switch_index[node as usize] as usize;
-        let li = self.leaf_index[at.leaf as usize] as usize;
-        let (start, len) = self.groups[self.group_base[si] as usize + self.table[si * self.nleaves + li] as usize];
+        let (start, len) = self.list(node, at.leaf);
         match len {
             0 => None,
             1 => Some(self.hops[start as usize]),
             _ => {
-                let h = ecmp_hash(self.seeds[si], net);
+                let h = ecmp_hash(self.seeds[self.switch_index[node as usize] as usize], net);
                 let k = ((h >> 32) * len as u64) >> 32;
                 Some(self.hops[start as usize + k as usize])
             }
@@ -204,9 +210,7 @@ impl Routes {
         if at.leaf == node {
             return std::slice::from_ref(&self.attach[dst as usize * self.nics + nic].down);
         }
-        let si = self.switch_index[node as usize] as usize;
-        let li = self.leaf_index[at.leaf as usize] as usize;
-        let (start, len) = self.groups[self.group_base[si] as usize + self.table[si * self.nleaves + li] as usize];
+        let (start, len) = self.list(node, at.leaf);
         &self.hops[start as usize..(start + len) as usize]
     }
 }
