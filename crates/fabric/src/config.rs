@@ -109,6 +109,11 @@ pub struct FabricConfig {
     pub routing: Routing,
     /// Seed for the per-switch ECMP hash seeds.
     pub seed: u64,
+    /// Whether every switch port schedules an event per departure even without PFC
+    /// (off: such ports depart lazily, see "Lazy departures" in [`crate::fabric`]).
+    /// The two agree up to the order of simultaneous events; this is the reference
+    /// the tests hold the faster lazy ports to.
+    pub eager_departures: bool,
 }
 
 impl Default for FabricConfig {
@@ -122,6 +127,7 @@ impl Default for FabricConfig {
             link_loss: 0.0,
             routing: Routing::Ecmp,
             seed: 0,
+            eager_departures: false,
         }
     }
 }

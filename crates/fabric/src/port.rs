@@ -74,8 +74,8 @@ pub struct PortStats {
 ///
 /// Laid out by access (`repr(C)`, aligned to a cache line; the offsets are checked at
 /// compile time below): line 0 holds what every hop reads (times, rate, queue depths,
-/// ids, kind, state flags), line 1 the class queues, line 2 the wire, the per-hop flags
-/// and the per-transmission counters; the RNG, PFC and fault settings follow. A hop thus
+/// ids, kind, event flags), line 1 the class queues, line 2 the wire, the per-transmission
+/// flags (link up, loss, tap) and counters; the RNG, PFC and fault settings follow. A hop thus
 /// touches three lines of its egress port, where the earlier layout touched five.
 ///
 /// Both ends of a cable are always up or down together ([`crate::Fabric::set_cable_up`]),
@@ -101,8 +101,9 @@ pub struct Port {
     pub kind: PortKind,
     pub(crate) txdone_pending: bool,
     pub(crate) arrive_pending: bool,
-    /// Whether the link is up (a down link loses every frame sent on it).
-    pub up: bool,
+    /// Whether departures are lazy (a switch port of a fabric without PFC, not tapped;
+    /// see "Lazy departures" in [`crate::fabric`]).
+    pub(crate) lazy: bool,
 
     pub(crate) queues: [VecDeque<Queued>; CLASSES],
 
@@ -114,6 +115,8 @@ pub struct Port {
     pub tap: bool,
     /// Whether `loss` or `ev_loss` is set (the per-frame loss draw is skipped otherwise).
     pub(crate) lossy: bool,
+    /// Whether the link is up (a down link loses every frame sent on it).
+    pub up: bool,
     pub(crate) paused: [bool; CLASSES],
     /// Index of this port within its node (NIC port number on hosts).
     pub index: u16,
@@ -137,7 +140,7 @@ pub struct Port {
 
 const _: () = {
     use std::mem::{offset_of, size_of};
-    assert!(offset_of!(Port, up) < 64);
+    assert!(offset_of!(Port, lazy) < 64);
     assert!(offset_of!(Port, queues) == 64);
     assert!(offset_of!(Port, wire) == 128);
     assert!(offset_of!(Port, stats) + 3 * size_of::<u64>() <= 192);
@@ -160,6 +163,7 @@ impl Port {
             ecn: false,
             tap: false,
             lossy: false,
+            lazy: false,
             ecn_k: (0, 0),
             queues: Default::default(),
             queued: [0; CLASSES],

@@ -1,5 +1,6 @@
 //! Runs a scenario file and prints speed figures: `cargo run --release --example
-//! runfile -- SCENARIO.toml`. For profiling the core without Python.
+//! runfile -- SCENARIO.toml [--summary]`. For profiling the core without Python;
+//! `--summary` also prints the run's whole summary (to compare two builds' results).
 
 use fabricsim_run::{run, Scenario};
 use std::time::Instant;
@@ -26,4 +27,7 @@ fn main() {
         s["flows"]["total"],
         s["peak_packets_in_flight"]
     );
+    if std::env::args().any(|a| a == "--summary") {
+        println!("{s:#}");
+    }
 }

@@ -533,6 +533,7 @@ impl Sim {
             }
             if self.q.popped() & 0xFFFF == 0 && !progress(&self.progress()) {
                 self.end = Some(now);
+                self.fabric.settle(now);
                 return Ending::Cancelled;
             }
         }
@@ -541,6 +542,8 @@ impl Sim {
     /// Records the interval ending at `now`: port counters, each connection's
     /// delivered bytes, entropy-value state changes.
     fn sample(&mut self, now: Time) {
+        // Lazy switch ports catch up, so counters and queues read as of now.
+        self.fabric.settle(now);
         self.sampler.sample(now, &mut self.fabric);
         for (i, ep) in self.eps.iter_mut().enumerate() {
             let mut log = Vec::new();
@@ -585,11 +588,11 @@ impl Sim {
                 String::from(if down { "down" } else { "up" })
             }
             FaultKind::LinkLoss(loss) => {
-                self.fabric.set_cable_loss(f.port.expect("link fault"), *loss);
+                self.fabric.set_cable_loss(f.port.expect("link fault"), *loss, now);
                 loss.to_string()
             }
             FaultKind::EvLoss { ev, loss } => {
-                self.fabric.set_cable_ev_loss(f.port.expect("link fault"), (*loss > 0.0).then_some((*ev, *loss)));
+                self.fabric.set_cable_ev_loss(f.port.expect("link fault"), (*loss > 0.0).then_some((*ev, *loss)), now);
                 format!("ev {ev}: {loss}")
             }
             FaultKind::SwitchDown | FaultKind::SwitchUp => {
@@ -605,10 +608,10 @@ impl Sim {
             }
             FaultKind::Delay(d) => {
                 match (f.port, f.node) {
-                    (Some(p), _) => self.fabric.set_cable_delay(p, *d),
+                    (Some(p), _) => self.fabric.set_cable_delay(p, *d, now),
                     (_, Some(n)) => {
                         for p in self.fabric.ports_of(n).to_vec() {
-                            self.fabric.set_port_delay(p, *d);
+                            self.fabric.set_port_delay(p, *d, now);
                         }
                     }
                     _ => unreachable!("resolved faults have a target"),
@@ -617,10 +620,10 @@ impl Sim {
             }
             FaultKind::Rate(r) => {
                 match (f.port, f.node) {
-                    (Some(p), _) => self.fabric.set_cable_rate(p, *r),
+                    (Some(p), _) => self.fabric.set_cable_rate(p, *r, now),
                     (_, Some(n)) => {
                         for p in self.fabric.ports_of(n).to_vec() {
-                            self.fabric.set_port_rate(p, *r);
+                            self.fabric.set_port_rate(p, *r, now);
                         }
                     }
                     _ => unreachable!("resolved faults have a target"),

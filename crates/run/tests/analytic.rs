@@ -31,9 +31,12 @@ fn a_lone_flow_takes_serialization_plus_path_latency(
     #[case] switches: u64,
     #[case] links: u64,
     #[values(1u64, 4096, 1_000_000, 3_333_333)] size: u64,
+    // Without PFC switch ports depart lazily: the same times must come out.
+    #[values(true, false)] pfc: bool,
 ) {
     let (sim, r) = run(&format!(
         "[topology]\nkind = \"{kind}\"\n{shape}\nfabric_link = \"{fabric_link}\"\n\
+         [fabric]\npfc = {pfc}\n\
          [[workload]]\nkind = \"flows\"\nflows = [{{ src = 0, dst = {dst}, size = {size} }}]"
     ));
     let (wire, last) = write_wire_bytes(size);
