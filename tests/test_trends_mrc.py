@@ -90,3 +90,17 @@ def test_random_loss_degrades_roce_far_more_than_mrc(all_reduce_busbw):
         assert b[(t, 0.01)] < 0.2 * b[(t, 0.0)], (t, b)
     assert b[("mrc", 0.01)] > 0.5 * b[("mrc", 0.0)], b
     assert b[("mrc", 0.001)] / b[("mrc", 0.0)] > b[("roce16", 0.001)] / b[("roce16", 0.0)], b
+
+
+def test_all_to_all_mrc_beats_roce_and_small_messages_make_roce_loss_worst():
+    """Fig. 17 at 16 hosts: without loss MRC is ahead of RoCE's single QP and 16 QPs
+    bring RoCE no gain for small messages; with 0.1 % loss RoCE loses most of its
+    bandwidth at 256 KB per pair but far less at 4 MB (many QPs mask a stalled one),
+    while MRC keeps most of its own at both sizes."""
+    b = {(t, s, loss): mrc.busbw(fabricsim.run(mrc.all_to_all(t, loss, size=s)))
+         for t in ("roce", "roce16", "mrc") for s in ("256KB", "4MB") for loss in (0.0, 0.001)}
+    assert b[("mrc", "256KB", 0.0)] > b[("roce", "256KB", 0.0)] >= b[("roce16", "256KB", 0.0)], b
+    assert b[("mrc", "4MB", 0.0)] > b[("roce", "4MB", 0.0)], b
+    kept = {(t, s): b[(t, s, 0.001)] / b[(t, s, 0.0)] for t in ("roce", "mrc") for s in ("256KB", "4MB")}
+    assert kept[("roce", "256KB")] < 0.3 < 0.6 < kept[("roce", "4MB")], kept
+    assert kept[("mrc", "256KB")] > 2 * kept[("roce", "256KB")] and kept[("mrc", "4MB")] > 0.9, kept

@@ -66,15 +66,23 @@ def fig14(d):
     save(fig, "fig14")
 
 
-def fig16(d):
+def collective_bars(d, fig_no: int, what: str):
     sizes = list(dict.fromkeys(d["size"]))
     fig, axes = plt.subplots(1, len(sizes), figsize=(4 * len(sizes), 3.2), sharey=True)
     for ax, s in zip(axes, sizes):
         g = d[d["size"] == s].pivot(index="loss", columns="transport", values="busbw_gbps")
         g.index = [f"{x * 100:g}%" for x in g.index]
         g[["roce", "roce16", "mrc"]].plot.bar(ax=ax, rot=0)
-        ax.set(title=f"Fig. 16: ring all-reduce {s}", xlabel="random loss", ylabel="bus bandwidth (Gb/s)")
-    save(fig, "fig16")
+        ax.set(title=f"Fig. {fig_no}: {what} {s}", xlabel="random loss", ylabel="bus bandwidth (Gb/s)")
+    save(fig, f"fig{fig_no}")
+
+
+def fig16(d):
+    collective_bars(d, 16, "ring all-reduce")
+
+
+def fig17(d):
+    collective_bars(d, 17, "all-to-all")
 
 
 def fig18(d):

@@ -111,6 +111,18 @@ def victim_and_incast(r) -> Dict[str, float]:
             "pfc_pauses": r.summary["pfc_pauses"]}
 
 
+def _collective_setup(transport: str, loss: float):
+    """Fabric and transport of the Fig. 16/17 comparison: MRC on its lossy SRv6 fabric,
+    RoCE (1 QP, or QP-Scaling with 16 QPs spread over the NIC ports) with PFC and
+    DCQCN; random loss ``loss`` on every link."""
+    if transport == "mrc":
+        return dict(FABRIC, link_loss=loss), {"kind": "mrc"}
+    if transport not in ("roce", "roce16"):
+        raise ValueError(f"transport: {transport!r} (allowed: roce, roce16, mrc)")
+    fabric = {"pfc": True, "ecn": True, "link_loss": loss}
+    return fabric, {"kind": "roce"} if transport == "roce" else {"kind": "qp_scaling", "qps": 16}
+
+
 def ring_all_reduce(transport: str, loss: float, hosts: int = 16, size: str = "32MB", seed: int = 2, **topo) -> Dict[str, Any]:
     """Fig. 16: a ring all-reduce over ``hosts`` hosts in a shuffled ring order, with
     random loss ``loss`` on every link. ``transport``: ``roce`` (1 QP per neighbour),
@@ -118,17 +130,28 @@ def ring_all_reduce(transport: str, loss: float, hosts: int = 16, size: str = "3
     t = multi_plane(**topo)
     order = list(range(hosts))
     random.Random(3).shuffle(order)
-    if transport == "mrc":
-        fabric, tr = dict(FABRIC, link_loss=loss), {"kind": "mrc"}
-    else:
-        fabric = {"pfc": True, "ecn": True, "link_loss": loss}
-        tr = {"kind": "roce"} if transport == "roce" else {"kind": "qp_scaling", "qps": 16}
+    fabric, tr = _collective_setup(transport, loss)
     return {"name": f"all-reduce-{transport}-{loss}", "seed": seed, "topology": t, "fabric": fabric, "transport": tr,
             "workload": {"kind": "all_reduce", "hosts": order, "size": size}, "output": {"sample_interval": "0us"}}
 
 
+def all_to_all(transport: str, loss: float, hosts: int = 16, size: str = "1MB", seed: int = 2, **topo) -> Dict[str, Any]:
+    """Fig. 17: an all-to-all among ``hosts`` hosts, ``size`` per ordered pair, with
+    random loss ``loss`` on every link; ``transport`` as for :func:`ring_all_reduce`
+    (``roce16``: 16 QPs per destination). As in the paper's Cluster C, each protocol
+    gets its preferred fabric of the same capacity: MRC four 100G planes, RoCE one
+    400G plane (``topo`` shapes MRC's)."""
+    fabric, tr = _collective_setup(transport, loss)
+    t = multi_plane(**topo)
+    if transport != "mrc":
+        t.update(planes=1, host_link="400Gbps", fabric_link="400Gbps")
+    return {"name": f"all-to-all-{transport}-{loss}", "seed": seed, "topology": t, "fabric": fabric,
+            "transport": tr, "workload": {"kind": "all_to_all", "hosts": list(range(hosts)), "size": size},
+            "output": {"sample_interval": "0us"}}
+
+
 def busbw(r) -> float:
-    """The all-reduce's bus bandwidth, Gb/s."""
+    """The collective's bus bandwidth, Gb/s."""
     return float(r.collectives.iloc[0]["busbw_gbps"])
 
 
