@@ -65,6 +65,12 @@ impl<E: Copy> HeapQueue<E> {
         self.heap.first().map(|e| &e.event)
     }
 
+    /// The event after the next, without removing either: the smallest of the root's
+    /// children.
+    pub fn peek_second(&self) -> Option<&E> {
+        self.heap.get(1..self.heap.len().min(5))?.iter().min_by_key(|e| e.key).map(|e| &e.event)
+    }
+
     /// Schedules `event` at `at`.
     ///
     /// # Panics

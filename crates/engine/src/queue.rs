@@ -294,6 +294,53 @@ impl<E: Copy> EventQueue<E> {
         self.peek_entry().map(|e| &e.event)
     }
 
+    /// The next `N` events in order, without removing them (for prefetching several
+    /// steps ahead). Stops early (`None`s) where the wheel's next events are not
+    /// found cheaply: beyond the next non-empty bucket after a few words of bitmap, or
+    /// in the overflow heap.
+    #[inline]
+    pub fn peek_ahead<const N: usize>(&self) -> [Option<&E>; N] {
+        let mut out = [None; N];
+        let Some(d) = self.next_occupied() else {
+            if N > 0 {
+                out[0] = self.overflow.peek().map(|e| &e.event);
+            }
+            return out;
+        };
+        let mut bucket = self.cursor + d;
+        let mut n = self.head[(bucket & MASK) as usize];
+        for slot in out.iter_mut() {
+            let node = &self.nodes[n as usize];
+            *slot = Some(&node.entry.event);
+            if node.next != NIL {
+                n = node.next;
+            } else {
+                match self.next_occupied_after(bucket) {
+                    Some(b) => {
+                        bucket = b;
+                        n = self.head[(b & MASK) as usize];
+                    }
+                    None => break,
+                }
+            }
+        }
+        out
+    }
+
+    /// The first non-empty bucket after absolute bucket `b` within the wheel, if any
+    /// (only the next few words of the bitmap are looked at: this is a hint).
+    #[inline]
+    fn next_occupied_after(&self, b: u64) -> Option<u64> {
+        let start = b + 1;
+        let (w0, b0) = (((start & MASK) as usize) / 64, (start & MASK) as usize % 64);
+        let first = self.occupied[w0] >> b0;
+        if first != 0 {
+            return Some(start + first.trailing_zeros() as u64);
+        }
+        let next = self.occupied[(w0 + 1) % WORDS];
+        (next != 0).then(|| start + (64 - b0) as u64 + next.trailing_zeros() as u64)
+    }
+
     /// Time of the next event, if any.
     pub fn peek_time(&self) -> Option<Time> {
         self.peek_entry().map(|e| Time(e.time))
@@ -375,6 +422,11 @@ mod tests {
                     }
                     Op::Pop => {
                         prop_assert_eq!(cal.peek_time(), heap.peek_time());
+                        let [first, second] = cal.peek_ahead::<2>();
+                        prop_assert_eq!(first.copied(), heap.peek().copied());
+                        if let Some(s) = second {
+                            prop_assert_eq!(Some(*s), heap.peek_second().copied());
+                        }
                         prop_assert_eq!(cal.pop(), heap.pop());
                     }
                 }

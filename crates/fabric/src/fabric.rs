@@ -324,6 +324,35 @@ impl Fabric {
         }
     }
 
+    /// The second prefetch step, for the very next event: its port and packet were
+    /// asked for one event earlier ([`prefetch`](Self::prefetch)) and are likely in
+    /// cache, so what they point to can be asked for now: the wire entry and queue
+    /// head the port will read, and, for an arrival at an ECMP switch, the egress port
+    /// the frame will be queued on.
+    #[inline]
+    pub fn prefetch_near(&self, ev: &FabricEvent) {
+        let (FabricEvent::TxDone(p) | FabricEvent::Arrive(p, _) | FabricEvent::Pfc(p, ..)) = *ev;
+        let Some(port) = self.ports.get(p as usize) else { return };
+        if let Some(w) = port.wire.front() {
+            crate::prefetch::lines(w, 1);
+        }
+        if port.lazy {
+            if let Some(f) = port.queues[DATA].front() {
+                crate::prefetch::lines(f, 1);
+            }
+        }
+        let FabricEvent::Arrive(_, slot) = *ev else { return };
+        if port.kind == PortKind::Down || self.cfg.routing != Routing::Ecmp {
+            return;
+        }
+        let node = &self.nodes[port.peer_node as usize];
+        if let Some(e) = self.routes.egress(port.peer_node, node.plane, &self.pool.get(slot).net) {
+            if let Some(egress) = self.ports.get(e as usize) {
+                crate::prefetch::lines(egress, 2);
+            }
+        }
+    }
+
     /// Handles one fabric event.
     #[inline]
     pub fn handle<E: From<FabricEvent> + Copy>(

@@ -495,8 +495,13 @@ impl Sim {
                 self.sample(stop);
                 return Ending::StopTime;
             }
-            if let Some(Event::Fabric(next)) = self.q.peek() {
-                self.fabric.prefetch(next);
+            // Two events ahead the port and packet; one ahead what they point to.
+            let [near, far] = self.q.peek_ahead::<2>();
+            if let Some(Event::Fabric(far)) = far {
+                self.fabric.prefetch(far);
+            }
+            if let Some(Event::Fabric(near)) = near {
+                self.fabric.prefetch_near(near);
             }
             match ev {
                 Event::Fabric(fe) => {
