@@ -162,11 +162,45 @@ fn an_untrimmed_loss_retires_the_ev_and_probes_bring_it_back() {
     assert_eq!(p.received().len(), 1);
     let ev = lost_ev.get().unwrap();
     let states: Vec<EvState> = log(&mut p).iter().filter(|l| l.ev == ev).map(|l| l.state).collect();
-    assert_eq!(states[..2], [EvState::Active, EvState::Retired], "{states:?}");
+    // RACK suspects the path and swaps the EV out at once; the next packet sent on it
+    // arriving (same path, in order) proves the loss and retires it.
+    assert_eq!(states[..3], [EvState::Active, EvState::Backup, EvState::Retired], "{states:?}");
     assert!(states.contains(&EvState::Probing));
     assert_eq!(*states.last().unwrap(), EvState::Backup, "five answered probes resurrect it: {states:?}");
     assert_eq!(mrc(&p).evs().active_per_plane(), vec![16], "a backup filled the slot");
     assert_eq!(p.eps[0].stats().timeouts, 0, "RACK, not a timeout, found the loss");
+}
+
+#[test]
+fn a_late_packet_on_a_slow_path_is_resent_but_its_ev_is_not_retired() {
+    let mut p = pair(3);
+    // From PSN 30 on, one EV's path holds a 30 us queue (less than an RTO) that drains: its
+    // packets are late, in order (a path is FIFO), none lost. RACK resends and swaps
+    // the EV out, but the first copies arrive, so the path is not called broken.
+    let slow = std::rc::Rc::new(std::cell::Cell::new(None::<(u32, u64)>));
+    let s = slow.clone();
+    p.fate = Box::new(move |side, pkt: &mut Packet, _| {
+        if side == 0 && pkt.is_data() && pkt.bth.psn == 30 && s.get().is_none() {
+            s.set(Some((pkt.ext.ev, pkt.ext.ts)));
+        }
+        (false, false)
+    });
+    let (base, s) = (p.delay, slow.clone());
+    p.delay_of = Some(Box::new(move |side, pkt: &Packet| match s.get() {
+        Some((ev, t0)) if side == 0 && pkt.ext.ev == ev && pkt.ext.ts >= t0 => {
+            base + Dur(Dur::from_us(30).ps().saturating_sub(pkt.ext.ts - t0))
+        }
+        _ => base,
+    }));
+    p.post(Message { seq: 0, len: 2_000 * 4096, va: 0, rkey: 1 });
+    p.run(Time::MAX);
+    assert_eq!(p.received().len(), 1);
+    let (ev, _) = slow.get().unwrap();
+    let states: Vec<EvState> = log(&mut p).iter().filter(|l| l.ev == ev).map(|l| l.state).collect();
+    assert!(p.eps[0].stats().retransmitted >= 1, "RACK resent the late packet");
+    assert!(states.contains(&EvState::Backup), "the slow EV was swapped out: {states:?}");
+    assert!(!states.contains(&EvState::Retired), "a late packet is no loss: {states:?}");
+    assert!(mrc(&p).evs().stats().iter().all(|s| s.losses == 0));
 }
 
 #[test]

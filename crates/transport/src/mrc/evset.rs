@@ -75,6 +75,8 @@ struct Entry {
     marks: u8,
     marks_since: Time,
     probe: Probe,
+    /// Send time of the newest packet on this EV known to have arrived.
+    delivered_sent: Time,
     stats: PathStats,
 }
 
@@ -196,6 +198,7 @@ impl EvSets {
             marks: 0,
             marks_since: now,
             probe: Probe { due: Time::MAX, interval: self.cfg.probe_interval, successes: 0, sent: None },
+            delivered_sent: Time::ZERO,
             stats: PathStats { ev, ..Default::default() },
         });
         self.map.insert(ev, idx);
@@ -225,6 +228,21 @@ impl EvSets {
     pub fn stats_mut(&mut self, ev: u32) -> Option<&mut PathStats> {
         let i = self.map.get(ev)?;
         Some(&mut self.entries[i].stats)
+    }
+
+    /// A packet sent on `ev` at `sent` arrived (its SACK echoes both).
+    pub fn delivered(&mut self, ev: u32, sent: Time) {
+        if let Some(i) = self.map.get(ev) {
+            let e = &mut self.entries[i];
+            e.delivered_sent = e.delivered_sent.max(sent);
+        }
+    }
+
+    /// Whether a packet sent on `ev` after `sent` has arrived. One EV is one path, and
+    /// a path delivers its frames in order: if so, a packet sent at `sent` on `ev` that
+    /// has not arrived was lost on that path.
+    pub fn delivered_after(&self, ev: u32, sent: Time) -> bool {
+        self.map.get(ev).is_some_and(|i| self.entries[i].delivered_sent > sent)
     }
 
     /// Counts a data packet (a retransmission if `retx`) sent on the EV in `slot` (from
@@ -326,23 +344,36 @@ impl EvSets {
             e.marks_since = now;
         }
         e.marks = e.marks.saturating_add(1);
-        let e = self.entries[i];
-        if self.cfg.ecn_swap > 0
-            && e.marks >= self.cfg.ecn_swap
-            && matches!(e.state, EvState::Active | EvState::Avoided)
-        {
-            let p = e.plane as usize;
-            let Some(pos) = self.active[p].iter().position(|&a| a == i as u32) else { return };
-            let Some(b) = self.backup[p].pop_front() else { return };
-            // Congested, not broken: it waits in the backups rather than being retired.
-            self.active[p][pos] = b;
-            self.hot[b as usize].penalty = 0;
-            self.set_state(b, EvState::Active, now);
-            self.hot[i].penalty = 0;
-            self.entries[i].marks = 0;
-            self.backup[p].push_back(i as u32);
-            self.set_state(i as u32, EvState::Backup, now);
+        if self.cfg.ecn_swap > 0 && e.marks >= self.cfg.ecn_swap {
+            self.swap_out(i, now);
         }
+    }
+
+    /// A packet on `ev` is overdue (RACK): the path is slow, perhaps broken. Swap it
+    /// for a backup; it waits among the backups unless [`retire`](Self::retire)d.
+    pub fn demote(&mut self, ev: u32, now: Time) {
+        if let Some(i) = self.map.get(ev) {
+            self.swap_out(i, now);
+        }
+    }
+
+    /// Swaps active (or avoided) entry `i` for a backup of its plane, if there is one.
+    /// Congested, not broken: it waits in the backups rather than being retired.
+    fn swap_out(&mut self, i: usize, now: Time) {
+        let e = self.entries[i];
+        if !matches!(e.state, EvState::Active | EvState::Avoided) {
+            return;
+        }
+        let p = e.plane as usize;
+        let Some(pos) = self.active[p].iter().position(|&a| a == i as u32) else { return };
+        let Some(b) = self.backup[p].pop_front() else { return };
+        self.active[p][pos] = b;
+        self.hot[b as usize].penalty = 0;
+        self.set_state(b, EvState::Active, now);
+        self.hot[i].penalty = 0;
+        self.entries[i].marks = 0;
+        self.backup[p].push_back(i as u32);
+        self.set_state(i as u32, EvState::Backup, now);
     }
 
     /// A trim NACK for `ev`.
@@ -368,14 +399,20 @@ impl EvSets {
         let i = i as u32;
         let p = self.entries[i as usize].plane as usize;
         self.entries[i as usize].stats.losses += 1;
-        let Some(pos) = self.active[p].iter().position(|&a| a == i) else { return };
-        let replacement = match self.backup[p].pop_front() {
-            Some(b) => b,
-            None => self.fresh(p as u8, EvState::Backup, now),
-        };
-        self.active[p][pos] = replacement;
-        self.set_state(replacement, EvState::Active, now);
-        self.hot[replacement as usize].penalty = 0;
+        if let Some(pos) = self.active[p].iter().position(|&a| a == i) {
+            let replacement = match self.backup[p].pop_front() {
+                Some(b) => b,
+                None => self.fresh(p as u8, EvState::Backup, now),
+            };
+            self.active[p][pos] = replacement;
+            self.set_state(replacement, EvState::Active, now);
+            self.hot[replacement as usize].penalty = 0;
+        } else if let Some(pos) = self.backup[p].iter().position(|&b| b == i) {
+            // Demoted on suspicion, now shown broken.
+            self.backup[p].remove(pos);
+        } else {
+            return;
+        }
         self.set_state(i, EvState::Retired, now);
         let jitter = self.jitter(self.cfg.probe_interval);
         self.hot[i as usize].penalty = 0;

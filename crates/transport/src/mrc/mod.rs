@@ -9,10 +9,17 @@
 //! * Each NIC port pulls packets for its own plane: rotation over that plane's active
 //!   EVs ([`evset`]), skipping EVs penalised by ECN echoes (ECN is off on the last hop,
 //!   so it only signals path congestion).
-//! * A trimmed packet is NACKed and resent at once on another EV. An untrimmed loss,
-//!   detected RACK-style from SACKs (a packet sent `reo` before an acknowledged one) or
-//!   by timeout, retires its EV; a backup of the same plane replaces it; background
-//!   probes bring retired EVs back.
+//! * A trimmed packet is NACKed and resent at once on another EV. An untrimmed loss
+//!   retires its EV; a backup of the same plane replaces it; background probes bring
+//!   retired EVs back. Losses are detected RACK-style from SACKs (a packet sent `reo`
+//!   before an acknowledged one) or by timeout, and resent at once. RACK only suspects
+//!   the path, though: sprayed packets reorder by the queueing differences between
+//!   paths, which can exceed any window short of the RTT. A suspected EV is swapped for
+//!   a backup at once (a slow path is worth leaving) and retired once its
+//!   path is shown to have lost the packet: a packet sent later on the same EV (the
+//!   same path, which delivers in order) arrives while the suspect's first copy has
+//!   not, or no copy of it has come back an RTO after it was sent. If the first copy
+//!   arrives after all, the suspicion is dropped.
 //! * A local port going down, or a peer's SACK bitmap showing its port down, takes that
 //!   plane out; packets in flight on it are resent on the others.
 //! * Congestion control is not specified by the paper; fabricsim uses one window per
@@ -65,6 +72,8 @@ pub struct MrcSender {
     /// Control packets (probe answers) waiting, per plane index.
     ctrl: Vec<VecDeque<Packet>>,
     lost: Vec<(u32, PsnRecord)>,
+    /// RACK losses whose path is not yet known to have lost them: `(psn, ev, sent)`.
+    suspects: Vec<(u32, u32, Time)>,
     /// RACK's reordering window is `reo × reo_mult`, at most the smoothed RTT.
     reo_mult: u32,
     /// Acknowledgements since the last spurious retransmission (to relax `reo_mult`).
@@ -84,6 +93,7 @@ impl MrcSender {
             peer_up: u8::MAX,
             ctrl: vec![VecDeque::new(); info.ports as usize],
             lost: Vec::new(),
+            suspects: Vec::new(),
             reo_mult: 1,
             acks_since_spurious: 0,
             stats: EndpointStats::default(),
@@ -115,13 +125,42 @@ impl MrcSender {
     }
 
     /// Packets found lost in `self.lost`: untrimmed losses retire their EVs (unless the
-    /// plane itself is down, which says nothing about the path).
-    fn handle_losses(&mut self, now: Time) {
-        for (_, rec) in std::mem::take(&mut self.lost) {
-            if self.plane_usable(rec.port) {
+    /// plane itself is down, which says nothing about the path). `proven`: the loss is
+    /// known to be the path's (a timeout); otherwise (RACK) the EV is only suspected
+    /// until its path shows it (see the module notes).
+    fn handle_losses(&mut self, now: Time, proven: bool) {
+        for (psn, rec) in std::mem::take(&mut self.lost) {
+            if !self.plane_usable(rec.port) {
+                if let Some(s) = self.evs.stats_mut(rec.ev) {
+                    s.losses += 1;
+                }
+            } else if proven || self.evs.delivered_after(rec.ev, rec.sent_at) {
                 self.evs.retire(rec.ev, now);
-            } else if let Some(s) = self.evs.stats_mut(rec.ev) {
-                s.losses += 1;
+            } else {
+                self.evs.demote(rec.ev, now);
+                self.suspects.push((psn, rec.ev, rec.sent_at));
+            }
+        }
+    }
+
+    /// Settles suspected losses after a SACK for the copy of `psn` sent at `sent` on
+    /// `ev`: a suspect whose first copy this is was reordering, not loss; one whose
+    /// path has now delivered a later packet, or that has had an RTO to come back, was
+    /// lost on its path.
+    /// (`sack` is `None` on a timeout: only the RTO rule applies.)
+    fn settle_suspects(&mut self, now: Time, sack: Option<(u32, u32, Time)>) {
+        let rto = self.rtt.rto();
+        let (psn, ev, sent) = sack.unwrap_or((u32::MAX, u32::MAX, Time::ZERO));
+        let mut i = 0;
+        while i < self.suspects.len() {
+            let (s_psn, s_ev, s_sent) = self.suspects[i];
+            if sack.is_some() && s_psn == psn && s_sent == sent {
+                self.suspects.swap_remove(i);
+            } else if (sack.is_some() && s_ev == ev && sent > s_sent) || s_sent + rto <= now {
+                self.suspects.swap_remove(i);
+                self.evs.retire(s_ev, now);
+            } else {
+                i += 1;
             }
         }
     }
@@ -135,6 +174,10 @@ impl MrcSender {
 
     fn on_sack(&mut self, now: Time, e: &Ext) {
         let acked = self.buf.ack(e.ack_psn);
+        self.evs.delivered(e.ev, Time(e.ts));
+        if !self.suspects.is_empty() {
+            self.settle_suspects(now, Some((e.ack_psn, e.ev, Time(e.ts))));
+        }
         let news = acked.is_some();
         // A retransmission was spurious if an earlier copy arrived: the echoed
         // timestamp names an earlier transmission than the last, or the receiver flags a
@@ -182,7 +225,7 @@ impl MrcSender {
         }
         let reo = self.reo();
         self.buf.rack(reo, &mut self.lost);
-        self.handle_losses(now);
+        self.handle_losses(now, false);
     }
 
     fn plane_mask(&self) -> u8 {
@@ -235,7 +278,8 @@ impl Endpoint for MrcSender {
             self.stats.timeouts += 1;
             self.rtt.on_timeout();
         }
-        self.handle_losses(now);
+        self.handle_losses(now, true);
+        self.settle_suspects(now, None);
         self.evs.expire_probes(now);
     }
 
