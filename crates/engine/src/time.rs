@@ -68,7 +68,9 @@ impl Dur {
     pub fn as_secs_f64(self) -> f64 {
         self.0 as f64 * 1e-12
     }
-    /// This span multiplied by `k`, saturating.
+    /// This span multiplied by `k`, saturating. (A method, not `Mul<u64>`: durations
+    /// scale by counts, and saturating is not what `*` promises.)
+    #[allow(clippy::should_implement_trait)]
     pub fn mul(self, k: u64) -> Dur {
         Dur(self.0.saturating_mul(k))
     }
@@ -117,11 +119,11 @@ impl fmt::Display for Time {
 impl fmt::Display for Dur {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ps = self.0;
-        if ps % 1_000_000_000 == 0 && ps != 0 {
+        if ps.is_multiple_of(1_000_000_000) && ps != 0 {
             write!(f, "{}ms", ps / 1_000_000_000)
-        } else if ps % 1_000_000 == 0 && ps != 0 {
+        } else if ps.is_multiple_of(1_000_000) && ps != 0 {
             write!(f, "{}us", ps / 1_000_000)
-        } else if ps % 1_000 == 0 {
+        } else if ps.is_multiple_of(1_000) {
             write!(f, "{}ns", ps / 1_000)
         } else {
             write!(f, "{}ps", ps)
@@ -179,9 +181,9 @@ impl Rate {
 impl fmt::Display for Rate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = self.0;
-        if b % 1_000_000_000 == 0 && b != 0 {
+        if b.is_multiple_of(1_000_000_000) && b != 0 {
             write!(f, "{}Gbps", b / 1_000_000_000)
-        } else if b % 1_000_000 == 0 && b != 0 {
+        } else if b.is_multiple_of(1_000_000) && b != 0 {
             write!(f, "{}Mbps", b / 1_000_000)
         } else {
             write!(f, "{}bps", b)

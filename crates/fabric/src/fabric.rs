@@ -14,7 +14,7 @@
 //! frame. Nothing but an arrival into its queue can change which frame it sends next
 //! or when (no PAUSE can stop it), so its departures are already fixed: frames leave
 //! back to back at `busy_until`, highest class first. The port catches up,
-//! [`advance`](Fabric::advance), starting each due frame at its own start time
+//! (`Fabric::advance`), starting each due frame at its own start time
 //! (marking ECN on the queue it leaves then, taking the link's state then), whenever
 //! it is next touched: before a frame is queued on it, when the head of its wire
 //! arrives (a frame started later cannot arrive earlier, so this event always comes

@@ -331,5 +331,5 @@ fn below_1024(field: &'static str, v: u32) -> Result<(), TopologyError> {
 }
 
 fn divisors(n: u32) -> String {
-    (1..=n).filter(|d| n % d == 0).map(|d| d.to_string()).collect::<Vec<_>>().join(", ")
+    (1..=n).filter(|d| n.is_multiple_of(*d)).map(|d| d.to_string()).collect::<Vec<_>>().join(", ")
 }

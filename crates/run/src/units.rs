@@ -30,7 +30,7 @@ fn scaled(s: &str, units: &[(&str, f64)]) -> Option<f64> {
     let unit = unit.trim().to_ascii_lowercase();
     let factor = units.iter().find(|(u, _)| *u == unit)?.1;
     let x = v * factor;
-    (x.is_finite() && x >= 0.0 && x < 1.8e19).then_some(x)
+    (x.is_finite() && (0.0..1.8e19).contains(&x)).then_some(x)
 }
 
 /// Parses a rate such as `"100Gbps"`.
@@ -57,7 +57,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 /// Formats bytes the way scenario files write them (for documentation).
 pub fn fmt_size(b: u64) -> String {
     for (unit, f) in [("GB", 1_000_000_000u64), ("MB", 1_000_000), ("KB", 1_000)] {
-        if b >= f && b % f == 0 {
+        if b >= f && b.is_multiple_of(f) {
             return format!("{}{unit}", b / f);
         }
     }

@@ -1,5 +1,8 @@
 //! Analytic expectations: a lone flow's completion time, a saturated bottleneck.
 
+// rstest passes a test's cases and values as arguments.
+#![allow(clippy::too_many_arguments)]
+
 mod common;
 
 use common::*;

@@ -106,8 +106,8 @@ fn ecmp_collisions_follow_balls_into_bins_and_halve_colliding_flows() {
         let c = [1.0, 4.0, 6.0, 4.0, 1.0][k as usize];
         c * p.powi(k) * (1.0 - p).powi(4 - k)
     };
-    for k in 0..5 {
-        let frac = observed[k] as f64 / total as f64;
+    for (k, &seen) in observed.iter().enumerate().take(5) {
+        let frac = seen as f64 / total as f64;
         println!("uplinks carrying {k} flows: {frac:.3} (balls into bins {:.3})", binom(k as i32));
         assert!((frac - binom(k as i32)).abs() < 0.05, "k={k}: observed {frac:.3}, expected {:.3}", binom(k as i32));
     }

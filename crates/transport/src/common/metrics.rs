@@ -60,7 +60,7 @@ pub struct PathLog {
 
 /// Log-linear histogram of out-of-order degrees (PSN minus the receiver's next
 /// expected PSN at arrival): exact below 64, then 16 sub-buckets per power of two.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct OooHistogram {
     counts: Vec<u64>,
     max: u64,
@@ -70,19 +70,13 @@ pub struct OooHistogram {
 const LINEAR: u64 = 64;
 const SUB: u64 = 16;
 
-impl Default for OooHistogram {
-    fn default() -> Self {
-        OooHistogram { counts: Vec::new(), max: 0, total: 0 }
-    }
-}
-
 impl OooHistogram {
     fn bucket(d: u64) -> usize {
         if d < LINEAR {
             return d as usize;
         }
         let p = 63 - d.leading_zeros() as u64; // d in [2^p, 2^(p+1))
-        let sub = (d - (1 << p)) * SUB >> p;
+        let sub = ((d - (1 << p)) * SUB) >> p;
         (LINEAR + (p - 6) * SUB + sub) as usize
     }
 
