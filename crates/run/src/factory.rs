@@ -120,6 +120,8 @@ pub struct MrcSpec {
     pub probe_successes: u8,
     /// Probe timeout.
     pub probe_timeout: Option<Dur>,
+    /// Longest probe period after failed probes.
+    pub probe_backoff_max: Dur,
     /// RACK reordering window.
     pub reo: Option<Dur>,
     /// Smallest RTO.
@@ -275,6 +277,7 @@ pub fn endpoint_pair(
                     probe_interval: s.probe_interval,
                     probe_successes: s.probe_successes,
                     probe_timeout: s.probe_timeout.unwrap_or(ctx.base_rtt.mul(4)),
+                    probe_backoff_max: s.probe_backoff_max,
                 },
                 cc: MrcCcConfig {
                     init: ctx.bdp_bytes.max(mtu),

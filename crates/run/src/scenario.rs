@@ -414,6 +414,7 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
                 probe_interval: positive_duration(&mut r, "probe_interval", Dur::from_us(100))?,
                 probe_successes: r.int("probe_successes", 5, 1, 255)? as u8,
                 probe_timeout: r.duration("probe_timeout")?,
+                probe_backoff_max: positive_duration(&mut r, "probe_backoff_max", Dur::from_ms(10))?,
                 reo: r.duration("reo")?,
                 min_rto: positive_duration(&mut r, "min_rto", Dur::from_us(50))?,
                 max_rto: positive_duration(&mut r, "max_rto", Dur::from_ms(1))?,

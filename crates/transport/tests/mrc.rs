@@ -22,6 +22,7 @@ fn cfg() -> MrcConfig {
             probe_interval: Dur::from_us(100),
             probe_successes: 5,
             probe_timeout: Dur::from_us(40),
+            probe_backoff_max: Dur::from_ms(10),
         },
         cc: MrcCcConfig { init: 60_000.0, max: 90_000.0, md: 0.5, mtu: 4096.0 },
         reo: Dur::from_us(2),
@@ -166,7 +167,7 @@ fn an_untrimmed_loss_retires_the_ev_and_probes_bring_it_back() {
     // arriving (same path, in order) proves the loss and retires it.
     assert_eq!(states[..3], [EvState::Active, EvState::Backup, EvState::Retired], "{states:?}");
     assert!(states.contains(&EvState::Probing));
-    assert_eq!(*states.last().unwrap(), EvState::Backup, "five answered probes resurrect it: {states:?}");
+    assert_eq!(*states.last().unwrap(), EvState::Active, "five answered probes resurrect it into its slot: {states:?}");
     assert_eq!(mrc(&p).evs().active_per_plane(), vec![16], "a backup filled the slot");
     assert_eq!(p.eps[0].stats().timeouts, 0, "RACK, not a timeout, found the loss");
 }

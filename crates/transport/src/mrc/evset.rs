@@ -41,6 +41,8 @@ pub struct EvSetConfig {
     pub probe_successes: u8,
     /// A probe unanswered this long failed.
     pub probe_timeout: Dur,
+    /// Each failed probe doubles the EV's probe period, up to this.
+    pub probe_backoff_max: Dur,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -77,6 +79,12 @@ struct Entry {
     probe: Probe,
     /// Send time of the newest packet on this EV known to have arrived.
     delivered_sent: Time,
+    /// The entry that took this one's active slot when it was demoted or retired
+    /// (`NONE` if none): a resurrected EV takes its slot back (see `probe_answered`).
+    replaced_by: u32,
+    /// Taken out of the rotation on a suspected loss ([`EvSets::demote`]): held out of
+    /// the backup pool until [`EvSets::clear`]ed or [`EvSets::retire`]d.
+    suspect: bool,
     stats: PathStats,
 }
 
@@ -89,6 +97,8 @@ struct EvMap {
 }
 
 const EMPTY: u32 = u32::MAX;
+/// No entry.
+const NONE: u32 = u32::MAX;
 
 impl EvMap {
     fn new() -> EvMap {
@@ -199,6 +209,8 @@ impl EvSets {
             marks_since: now,
             probe: Probe { due: Time::MAX, interval: self.cfg.probe_interval, successes: 0, sent: None },
             delivered_sent: Time::ZERO,
+            replaced_by: NONE,
+            suspect: false,
             stats: PathStats { ev, ..Default::default() },
         });
         self.map.insert(ev, idx);
@@ -349,12 +361,47 @@ impl EvSets {
         }
     }
 
-    /// A packet on `ev` is overdue (RACK): the path is slow, perhaps broken. Swap it
-    /// for a backup; it waits among the backups unless [`retire`](Self::retire)d.
+    /// A packet on `ev` is overdue (RACK): the path is slow, perhaps broken. It leaves
+    /// the rotation at once for a backup (or a fresh EV), and is held apart, in the
+    /// backup state but not in the pool, until [`clear`](Self::clear)ed (it was only
+    /// slow) or [`retire`](Self::retire)d (it lost the packet): a broken path must not
+    /// come back into use meanwhile.
     pub fn demote(&mut self, ev: u32, now: Time) {
-        if let Some(i) = self.map.get(ev) {
-            self.swap_out(i, now);
+        let Some(i) = self.map.get(ev) else { return };
+        let e = self.entries[i];
+        if !matches!(e.state, EvState::Active | EvState::Avoided) {
+            return;
         }
+        let p = e.plane as usize;
+        let Some(pos) = self.active[p].iter().position(|&a| a == i as u32) else { return };
+        self.replace_active(p, pos, now);
+        self.hot[i].penalty = 0;
+        self.entries[i].marks = 0;
+        self.entries[i].suspect = true;
+        self.set_state(i as u32, EvState::Backup, now);
+    }
+
+    /// A suspected `ev` delivered what it was suspected of losing: it joins the backups.
+    pub fn clear(&mut self, ev: u32, now: Time) {
+        let Some(i) = self.map.get(ev) else { return };
+        if std::mem::take(&mut self.entries[i].suspect) {
+            let p = self.entries[i].plane as usize;
+            self.backup[p].push_back(i as u32);
+            self.set_state(i as u32, EvState::Backup, now);
+        }
+    }
+
+    /// Puts the next backup of plane index `p` (or a fresh EV if the pool is empty)
+    /// into active position `pos`.
+    fn replace_active(&mut self, p: usize, pos: usize, now: Time) {
+        let replacement = match self.backup[p].pop_front() {
+            Some(b) => b,
+            None => self.fresh(p as u8, EvState::Backup, now),
+        };
+        let out = std::mem::replace(&mut self.active[p][pos], replacement);
+        self.entries[out as usize].replaced_by = replacement;
+        self.set_state(replacement, EvState::Active, now);
+        self.hot[replacement as usize].penalty = 0;
     }
 
     /// Swaps active (or avoided) entry `i` for a backup of its plane, if there is one.
@@ -400,17 +447,9 @@ impl EvSets {
         let p = self.entries[i as usize].plane as usize;
         self.entries[i as usize].stats.losses += 1;
         if let Some(pos) = self.active[p].iter().position(|&a| a == i) {
-            let replacement = match self.backup[p].pop_front() {
-                Some(b) => b,
-                None => self.fresh(p as u8, EvState::Backup, now),
-            };
-            self.active[p][pos] = replacement;
-            self.set_state(replacement, EvState::Active, now);
-            self.hot[replacement as usize].penalty = 0;
-        } else if let Some(pos) = self.backup[p].iter().position(|&b| b == i) {
-            // Demoted on suspicion, now shown broken.
-            self.backup[p].remove(pos);
-        } else {
+            self.replace_active(p, pos, now);
+        } else if !std::mem::take(&mut self.entries[i as usize].suspect) {
+            // Not in use (already retired, or a backup): nothing to take out.
             return;
         }
         self.set_state(i, EvState::Retired, now);
@@ -468,13 +507,61 @@ impl EvSets {
         e.probe.sent = None;
         e.probe.successes += 1;
         if e.probe.successes >= needed {
-            let p = e.plane as usize;
             self.retired.retain(|&r| r != i);
-            self.backup[p].push_back(i);
-            self.set_state(i, EvState::Backup, now);
+            self.resurrect(i, now);
         } else {
+            // The path answers: confirm it at the base pace, not the backed-off one
+            // its failed probes reached while it was down.
+            e.probe.interval = self.cfg.probe_interval;
             e.probe.due = now + e.probe.interval;
         }
+    }
+
+    /// Enough probes on retired entry `i` succeeded: its path works again. It takes
+    /// back the active slot it lost: following who replaced whom (a replacement may
+    /// itself have been replaced), the EV now holding that slot steps down to the
+    /// backups. The active set thus returns to the spread over paths it had before the
+    /// failure, and traffic to a restored link (MRC appendix Fig. 19b). If the slot is
+    /// gone (its holder left for the backups on ECN), it replaces the most penalised
+    /// avoided EV, or else joins the backups.
+    fn resurrect(&mut self, i: u32, now: Time) {
+        let p = self.entries[i as usize].plane as usize;
+        let mut j = std::mem::replace(&mut self.entries[i as usize].replaced_by, NONE);
+        // The chain is short (a slot changes hands once per failure); the bound only
+        // guards against a cycle.
+        for _ in 0..self.entries.len() {
+            if j == NONE {
+                break;
+            }
+            if let Some(pos) = self.active[p].iter().position(|&a| a == j) {
+                self.step_down(p, pos, i, now);
+                return;
+            }
+            j = self.entries[j as usize].replaced_by;
+        }
+        // The slot is gone: take the place of the most penalised avoided EV, a
+        // congested path, if there is one.
+        let congested = (0..self.active[p].len())
+            .filter(|&k| self.entries[self.active[p][k] as usize].state == EvState::Avoided)
+            .max_by_key(|&k| (self.hot[self.active[p][k] as usize].penalty, std::cmp::Reverse(k)));
+        if let Some(pos) = congested {
+            self.step_down(p, pos, i, now);
+            return;
+        }
+        self.backup[p].push_back(i);
+        self.set_state(i, EvState::Backup, now);
+    }
+
+    /// Entry `i` takes active position `pos` of plane index `p`; the EV there steps
+    /// down to the backups.
+    fn step_down(&mut self, p: usize, pos: usize, i: u32, now: Time) {
+        let j = std::mem::replace(&mut self.active[p][pos], i);
+        self.hot[i as usize].penalty = 0;
+        self.set_state(i, EvState::Active, now);
+        self.hot[j as usize].penalty = 0;
+        self.entries[j as usize].marks = 0;
+        self.backup[p].push_back(j);
+        self.set_state(j, EvState::Backup, now);
     }
 
     /// Probes unanswered for `probe_timeout` failed: restart their count and back off.
@@ -486,7 +573,7 @@ impl EvSets {
             if e.probe.sent.is_some_and(|t| t + timeout <= now) {
                 e.probe.sent = None;
                 e.probe.successes = 0;
-                e.probe.interval = e.probe.interval.mul(2).min(Dur::from_ms(10));
+                e.probe.interval = e.probe.interval.mul(2).min(self.cfg.probe_backoff_max.max(self.cfg.probe_interval));
                 let interval = e.probe.interval;
                 let j = self.jitter(interval);
                 self.entries[i as usize].probe.due = now + j;
@@ -544,6 +631,7 @@ mod tests {
             probe_interval: Dur::from_us(100),
             probe_successes: 5,
             probe_timeout: Dur::from_us(40),
+            probe_backoff_max: Dur::from_ms(10),
         }
     }
 
@@ -612,9 +700,10 @@ mod tests {
         let mut s = sets();
         let x = s.active(1)[2];
         s.retire(x, Time::ZERO);
+        let stand_in = s.active(1)[2];
         let mut now = Time::ZERO;
         let mut answered = 0;
-        while s.state(x) != Some(EvState::Backup) {
+        while s.state(x) != Some(EvState::Active) {
             now = match (s.next_probe_timeout(), s.next_probe_due(1)) {
                 (Some(a), Some(b)) => a.min(b),
                 (a, b) => a.or(b).unwrap(),
@@ -635,5 +724,34 @@ mod tests {
         }
         assert_eq!(answered, 3 + 5, "two answers, one miss, then five in a row");
         assert!(now > Time::ZERO + Dur::from_us(500));
+        // Resurrected into the slot it lost; the EV that stood in steps down.
+        assert_eq!(s.active(1)[2], x);
+        assert_eq!(s.state(stand_in), Some(EvState::Backup));
+        assert_eq!(s.active_per_plane(), vec![4, 4, 4, 4]);
+    }
+
+    #[test]
+    fn a_resurrected_ev_whose_slot_is_gone_replaces_the_most_avoided_one() {
+        let mut s = sets();
+        let x = s.active(0)[0];
+        s.retire(x, Time::ZERO);
+        // Its stand-in leaves on ECN, so the slot's chain ends in the backups.
+        let stand_in = s.active(0)[0];
+        for _ in 0..8 {
+            s.on_ecn(stand_in, Time(1));
+        }
+        assert_eq!(s.state(stand_in), Some(EvState::Backup));
+        let congested = s.active(0)[3];
+        s.on_ecn(congested, Time(2));
+        assert_eq!(s.state(congested), Some(EvState::Avoided));
+        let mut now = Time::ZERO;
+        while s.state(x) != Some(EvState::Active) {
+            now = s.next_probe_due(0).unwrap().max(now);
+            if let Some(ev) = s.probe_due(0, now) {
+                s.probe_answered(ev, now);
+            }
+        }
+        assert_eq!(s.active(0)[3], x, "took the congested EV's place");
+        assert_eq!(s.state(congested), Some(EvState::Backup));
     }
 }

@@ -14,12 +14,13 @@
 //!   retired EVs back. Losses are detected RACK-style from SACKs (a packet sent `reo`
 //!   before an acknowledged one) or by timeout, and resent at once. RACK only suspects
 //!   the path, though: sprayed packets reorder by the queueing differences between
-//!   paths, which can exceed any window short of the RTT. A suspected EV is swapped for
-//!   a backup at once (a slow path is worth leaving) and retired once its
+//!   paths, which can exceed any window short of the RTT. A suspected EV leaves the
+//!   rotation at once for a backup (held apart from the backup pool meanwhile, so a
+//!   broken path cannot come back into use) and is retired once its
 //!   path is shown to have lost the packet: a packet sent later on the same EV (the
 //!   same path, which delivers in order) arrives while the suspect's first copy has
 //!   not, or no copy of it has come back an RTO after it was sent. If the first copy
-//!   arrives after all, the suspicion is dropped.
+//!   arrives after all, the suspicion is dropped and the EV joins the backups.
 //! * A local port going down, or a peer's SACK bitmap showing its port down, takes that
 //!   plane out; packets in flight on it are resent on the others.
 //! * Congestion control is not specified by the paper; fabricsim uses one window per
@@ -156,6 +157,9 @@ impl MrcSender {
             let (s_psn, s_ev, s_sent) = self.suspects[i];
             if sack.is_some() && s_psn == psn && s_sent == sent {
                 self.suspects.swap_remove(i);
+                if !self.suspects.iter().any(|s| s.1 == s_ev) {
+                    self.evs.clear(s_ev, now);
+                }
             } else if (sack.is_some() && s_ev == ev && sent > s_sent) || s_sent + rto <= now {
                 self.suspects.swap_remove(i);
                 self.evs.retire(s_ev, now);
