@@ -102,6 +102,28 @@ def fig20(d):
     save(fig, "fig20")
 
 
+def fig19(d):
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), sharey=True)
+    for ax, (v, g) in zip(axes, d.groupby("variant", sort=False)):
+        ax.plot(g["time_us"], g["gbps"])
+        ax.set(title=f"Fig. 19: T0 uplinks fail ({v.replace('_', ' ')})", xlabel="time (us)")
+    axes[0].set_ylabel("Gb/s")
+    save(fig, "fig19")
+
+
+def fig22(d):
+    profiles = list(dict.fromkeys(d["profile"]))
+    fig, axes = plt.subplots(1, len(profiles), figsize=(4 * len(profiles), 3.2), sharey=True)
+    for ax, p in zip(axes, profiles):
+        g = d[d["profile"] == p]
+        ax.plot(g["time_us"], g["queue_kb"] / 1e3)
+        util = g[g["time_us"] > 20]["utilization"].mean()
+        ax.set(title=f"Fig. 22: {p} ({util:.0%} busy, {g['pfc_pauses'].iloc[0]} PAUSE)", xlabel="time (us)")
+        ax.set_yscale("symlog", linthresh=0.01)
+    axes[0].set_ylabel("ToR queue to the receiver (MB)")
+    save(fig, "fig22")
+
+
 if __name__ == "__main__":
     for name, draw in list(globals().items()):
         if name.startswith("fig") and (RES / f"{name}.csv").exists():

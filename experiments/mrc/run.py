@@ -116,6 +116,16 @@ def fig17() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def fig22() -> pd.DataFrame:
+    """15:1 incast, a flow arriving every 50 us, under three DCQCN profiles: the
+    receiver's ToR queue and utilization over time (2 us samples)."""
+    out = []
+    for prof in mrc.DCQCN_PROFILES:
+        r = fabricsim.run(mrc.dcqcn_incast(prof))
+        out.append(mrc.tor_queue(r).assign(profile=prof, pfc_pauses=r.summary["pfc_pauses"]))
+    return pd.concat(out)
+
+
 def fig18() -> pd.DataFrame:
     """7:1 incast plus a victim in the target's rack: RoCE (PFC only), RoCE+DCQCN+PFC, MRC."""
     rows = []
@@ -128,6 +138,17 @@ def fig18() -> pd.DataFrame:
         incast = flow_gbps(r.flows[r.flows["workload"] == 0])
         rows.append({"variant": label, **v, "incast_min_gbps": incast.min(), "incast_max_gbps": incast.max()})
     return pd.DataFrame(rows)
+
+
+def fig19() -> pd.DataFrame:
+    """Appendix Fig. 19b/c: 400G NIC, four 100G T0 uplinks as the bottleneck; three fail
+    one by one and recover (b), or two at once (c). 2 ms steps."""
+    out = []
+    for label, together in (("one_by_one", False), ("two_at_once", True)):
+        r = fabricsim.run(mrc.t0_uplink_failures(size="600MB", step_us=2000, together=together))
+        t = r.throughput[r.throughput["connection"] == 0]
+        out.append(pd.DataFrame({"variant": label, "time_us": t["time_ns"] / 1e3, "gbps": t["gbps"]}))
+    return pd.concat(out)
 
 
 def fig20() -> pd.DataFrame:
@@ -147,7 +168,7 @@ def fig20() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-FIGURES = {"fig9a": fig9a, "fig9c": fig9c, "fig10_11": fig10_11, "fig12": fig12, "fig14": fig14, "fig16": fig16, "fig17": fig17, "fig18": fig18, "fig20": fig20}
+FIGURES = {"fig9a": fig9a, "fig9c": fig9c, "fig10_11": fig10_11, "fig12": fig12, "fig14": fig14, "fig16": fig16, "fig17": fig17, "fig18": fig18, "fig19": fig19, "fig20": fig20, "fig22": fig22}
 
 
 def main(names) -> None:

@@ -43,6 +43,31 @@ def nic_link_failures(size: str = "60MB", step_us: int = 200, **topo) -> Dict[st
             "faults": faults, "output": {"sample_interval": "20us"}}
 
 
+def t0_uplink_failures(size: str = "60MB", step_us: int = 200, together: bool = False) -> Dict[str, Any]:
+    """Appendix Fig. 19b/c: one flow between racks over a single plane, a 400G NIC and
+    four 100G T0-T1 uplinks, so that the uplinks are the bottleneck. Three of the
+    sender's T0 uplinks fail one by one (``together``: two at once), then recover.
+    Time is compressed (``step_us`` instead of seconds), and so is the cap on the
+    probe backoff of the EVs through dead links (400 us instead of 10 ms), so that
+    a restored link is found again within a step as it is within seconds. Switches
+    trim above 400 KB of queue: behind the 4:1 bottleneck, trimming only when the
+    buffer is full lets queues reach milliseconds, and packets late by an RTO retire
+    healthy paths."""
+    t = multi_plane(planes=1, groups=2, hosts_per_group=2, t1_per_plane=4, rate="400Gbps")
+    t["fabric_link"] = "100Gbps"
+    links = ["t0[0].up[0]", "t0[0].up[1]"] if together else ["t0[0].up[0]", "t0[0].up[1]", "t0[0].up[2]"]
+    if together:
+        faults = [{"at": f"{step_us}us", "kind": "link_down", "link": l} for l in links]
+        faults += [{"at": f"{3 * step_us}us", "kind": "link_up", "link": l} for l in links]
+    else:
+        faults = [{"at": f"{step_us * (i + 1)}us", "kind": "link_down", "link": l} for i, l in enumerate(links)]
+        faults += [{"at": f"{step_us * (i + 4)}us", "kind": "link_up", "link": l} for i, l in enumerate(links)]
+    return {"name": "mrc-t0-uplink-failures", "topology": t, "fabric": dict(FABRIC, trimming={"threshold": "400KB"}),
+            "transport": {"kind": "mrc", "probe_backoff_max": "400us"},
+            "workload": {"kind": "flows", "flows": [{"src": 0, "dst": 3, "size": size}]},
+            "faults": faults, "output": {"sample_interval": "20us"}}
+
+
 def t0_t1_failures(links_per_t0: int = 2, size: str = "20MB", at_us: int = 100, planes: int = 4, groups: int = 8,
                    hosts_per_group: int = 2, t1_per_plane: int = 8) -> Dict[str, Any]:
     """Fig. 9c/d: many T0-T1 links fail at once (``links_per_t0`` uplinks of every T0),
@@ -109,6 +134,41 @@ def victim_and_incast(r) -> Dict[str, float]:
     victim = flow_gbps(f[f["workload"] == 1])[0]
     return {"victim_gbps": float(victim), "incast_jain": jain(flow_gbps(f[f["workload"] == 0])),
             "pfc_pauses": r.summary["pfc_pauses"]}
+
+
+# Fig. 22: three DCQCN profiles for the 15:1 incast. The paper names them (the default,
+# a more aggressive and the most aggressive profile recommended to customers) without
+# their parameters; these are fabricsim's stand-ins: HPCC ns-3 / ConnectX DCQCN with
+# the HPCC ECN thresholds, then progressively lower ECN thresholds with a faster alpha
+# (g) and smaller rate increase steps.
+DCQCN_PROFILES: Dict[str, Dict[str, Any]] = {
+    "default": {"dcqcn": {"preset": "hpcc"}, "ecn": True},
+    "aggressive": {"dcqcn": {"preset": "hpcc", "g": 1 / 64, "rate_ai": "10Mbps", "rate_hai": "100Mbps"},
+                   "ecn": {"kmin": "50KB", "kmax": "200KB", "pmax": 0.5}},
+    "most_aggressive": {"dcqcn": {"preset": "hpcc", "g": 1 / 16, "rate_ai": "5Mbps", "rate_hai": "50Mbps"},
+                        "ecn": {"kmin": "10KB", "kmax": "50KB", "pmax": 1.0}},
+}
+
+
+def dcqcn_incast(profile: str, senders: int = 15, gap_us: int = 50, tail_us: int = 300) -> Dict[str, Any]:
+    """Fig. 22: a ``senders``:1 incast into host 0 whose flows arrive one every ``gap_us``
+    (the paper: 5 s), RoCE with PFC and the DCQCN ``profile`` (see ``DCQCN_PROFILES``);
+    the run stops ``tail_us`` after the last arrival. The receiver's ToR port is
+    ``leaf[0].down[0]``."""
+    if profile not in DCQCN_PROFILES:
+        raise ValueError(f"profile: {profile!r} (allowed: {', '.join(DCQCN_PROFILES)})")
+    prof = DCQCN_PROFILES[profile]
+    flows = [{"src": s, "dst": 0, "size": "64MB", "start": f"{(s - 1) * gap_us}us"} for s in range(1, senders + 1)]
+    return {"name": f"dcqcn-incast-{profile}", "stop": f"{senders * gap_us + tail_us}us",
+            "topology": {"kind": "leaf_spine", "leaves": 4, "spines": 4, "hosts_per_leaf": 4},
+            "fabric": {"pfc": True, "ecn": prof["ecn"]}, "transport": {"kind": "roce", "dcqcn": prof["dcqcn"]},
+            "workload": {"kind": "flows", "flows": flows}, "output": {"sample_interval": "2us", "plots": False}}
+
+
+def tor_queue(r, port: str = "leaf[0].down[0]"):
+    """The receiver's ToR port over time: ``time_us``, ``queue_kb``, ``utilization``."""
+    p = r.ports[r.ports["port"] == port]
+    return p.assign(time_us=p["time_ns"] / 1e3, queue_kb=p["queue_bytes"] / 1e3)[["time_us", "queue_kb", "utilization"]]
 
 
 def _collective_setup(transport: str, loss: float):
