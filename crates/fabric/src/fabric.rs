@@ -13,7 +13,7 @@
 //! A switch port in a fabric without PFC is *lazy*: it schedules no `TxDone` per
 //! frame. Nothing but an arrival into its queue can change which frame it sends next
 //! or when (no PAUSE can stop it), so its departures are already fixed: frames leave
-//! back to back at `busy_until`, highest class first. The port catches up,
+//! back to back at `busy_until`, highest class first. The port catches up
 //! (`Fabric::advance`), starting each due frame at its own start time
 //! (marking ECN on the queue it leaves then, taking the link's state then), whenever
 //! it is next touched: before a frame is queued on it, when the head of its wire
@@ -455,6 +455,7 @@ impl Fabric {
     #[inline]
     pub(crate) fn advance(&mut self, p: PortId, until: Time, inclusive: bool) -> Option<(Time, u32)> {
         let mut arrive = None;
+        let node = self.ports[p as usize].node as usize;
         loop {
             let port = &self.ports[p as usize];
             let start = port.busy_until;
@@ -463,9 +464,8 @@ impl Fabric {
             }
             let Some(c) = port.eligible_class() else { return arrive };
             let f = self.dequeue(p, c);
-            let node = self.ports[p as usize].node;
             // Lazy ports have no PFC: only the switch's occupancy changes.
-            self.nodes[node as usize].used -= f.wire as u64;
+            self.nodes[node].used -= f.wire as u64;
             arrive = arrive.or(self.put_on_wire(p, f.slot, f.wire, start));
         }
     }

@@ -8,10 +8,11 @@
 //!
 //! Per-EV health: an ECN echo adds a skip *penalty*; rotation skips a penalised EV and
 //! takes one off its penalty (only the first skipped EV per send), so one mark makes
-//! an EV sit out about one rotation. An untrimmed loss retires the EV at once. A retired
-//! EV is probed every `probe_interval` (±25 % jitter); `probe_successes` consecutive
-//! answers bring it back to the backup pool, a missed answer restarts the count and
-//! doubles its interval (up to 10 ms). These numbers are fabricsim's (the paper gives
+//! an EV sit out about one rotation. A suspected loss ([`EvSets::demote`]) takes the EV
+//! out of the rotation at once; a proven one retires it. A retired EV is probed every
+//! `probe_interval` (±25 % jitter); `probe_successes` consecutive answers resurrect it
+//! into the active slot it lost, a missed answer restarts the count and doubles its
+//! interval (up to `probe_backoff_max`). These numbers are fabricsim's (the paper gives
 //! none; see the README).
 
 use crate::common::{EvState, PathLog, PathStats};
@@ -414,13 +415,7 @@ impl EvSets {
         let p = e.plane as usize;
         let Some(pos) = self.active[p].iter().position(|&a| a == i as u32) else { return };
         let Some(b) = self.backup[p].pop_front() else { return };
-        self.active[p][pos] = b;
-        self.hot[b as usize].penalty = 0;
-        self.set_state(b, EvState::Active, now);
-        self.hot[i].penalty = 0;
-        self.entries[i].marks = 0;
-        self.backup[p].push_back(i as u32);
-        self.set_state(i as u32, EvState::Backup, now);
+        self.step_down(p, pos, b, now);
     }
 
     /// A trim NACK for `ev`.
