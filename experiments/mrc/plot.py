@@ -102,6 +102,16 @@ def fig20(d):
     save(fig, "fig20")
 
 
+def fig9bd(d):
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    for v, g in d.groupby("variant", sort=False):
+        ax.plot(g["time_us"], g["gbps"], label={"nic": "9b: 4 NIC links", "t0_t1": "9d: 8 T0-T1 links"}[v])
+    ax.axvspan(200, 600, color="0.9")
+    ax.set(xlabel="time (us)", ylabel="Gb/s", title="Fig. 9b/9d: links flap together (shaded)")
+    ax.legend()
+    save(fig, "fig9bd")
+
+
 def fig19(d):
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), sharey=True)
     for ax, (v, g) in zip(axes, d.groupby("variant", sort=False)):

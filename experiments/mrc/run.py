@@ -31,6 +31,17 @@ def fig9a() -> pd.DataFrame:
     return pd.DataFrame({"time_us": t["time_ns"] / 1e3, "gbps": t["gbps"]})
 
 
+def fig9bd() -> pd.DataFrame:
+    """8 x 100G, one flow: four NIC links flap together (9b), or eight T0-T1 links, one per
+    plane on the sender's T0s (9d), down from 200 to 600 us."""
+    out = []
+    for kind in ("nic", "t0_t1"):
+        r = fabricsim.run(mrc.link_flaps(kind))
+        t = r.throughput[r.throughput["connection"] == 0]
+        out.append(pd.DataFrame({"variant": kind, "time_us": t["time_ns"] / 1e3, "gbps": t["gbps"]}))
+    return pd.concat(out)
+
+
 def fig9c() -> pd.DataFrame:
     """Permutation while 0..4 of every T0's 8 uplinks are dead (static SRv6)."""
     rows = []
@@ -168,7 +179,7 @@ def fig20() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-FIGURES = {"fig9a": fig9a, "fig9c": fig9c, "fig10_11": fig10_11, "fig12": fig12, "fig14": fig14, "fig16": fig16, "fig17": fig17, "fig18": fig18, "fig19": fig19, "fig20": fig20, "fig22": fig22}
+FIGURES = {"fig9a": fig9a, "fig9bd": fig9bd, "fig9c": fig9c, "fig10_11": fig10_11, "fig12": fig12, "fig14": fig14, "fig16": fig16, "fig17": fig17, "fig18": fig18, "fig19": fig19, "fig20": fig20, "fig22": fig22}
 
 
 def main(names) -> None:

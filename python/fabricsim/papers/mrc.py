@@ -43,6 +43,27 @@ def nic_link_failures(size: str = "60MB", step_us: int = 200, **topo) -> Dict[st
             "faults": faults, "output": {"sample_interval": "20us"}}
 
 
+def link_flaps(kind: str, size: str = "120MB", at_us: int = 200, for_us: int = 400, **topo) -> Dict[str, Any]:
+    """Fig. 9b/9d: one flow between groups on 8 x 100G planes while several cables go
+    down together at ``at_us`` and come back ``for_us`` later. ``kind``: ``"nic"``, four
+    of the sender's eight NIC links (a shared OSFP port or transceiver, Fig. 9b), or
+    ``"t0_t1"``, one uplink of the sender's T0 in every plane, eight T0-T1 links at once
+    (a switch transceiver flap, Fig. 9d)."""
+    t = multi_plane(**{"planes": 8, "groups": 2, "hosts_per_group": 4, "t1_per_plane": 4, **topo})
+    if kind == "nic":
+        links = [f"host[0].nic[{i}]" for i in range(4)]
+    elif kind == "t0_t1":
+        links = [f"t0[{p * t['groups']}].up[0]" for p in range(t["planes"])]
+    else:
+        raise ValueError(f"kind: {kind!r} (allowed: nic, t0_t1)")
+    last = t["groups"] * t["hosts_per_group"] - 1
+    faults = [{"at": f"{at_us}us", "kind": "link_down", "link": l} for l in links]
+    faults += [{"at": f"{at_us + for_us}us", "kind": "link_up", "link": l} for l in links]
+    return {"name": f"mrc-flaps-{kind}", "topology": t, "fabric": FABRIC, "transport": {"kind": "mrc"},
+            "workload": {"kind": "flows", "flows": [{"src": 0, "dst": last, "size": size}]},
+            "faults": faults, "output": {"sample_interval": "20us"}}
+
+
 def t0_uplink_failures(size: str = "60MB", step_us: int = 200, together: bool = False) -> Dict[str, Any]:
     """Appendix Fig. 19b/c: one flow between racks over a single plane, a 400G NIC and
     four 100G T0-T1 uplinks, so that the uplinks are the bottleneck. Three of the
