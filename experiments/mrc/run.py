@@ -100,31 +100,30 @@ def fig14() -> pd.DataFrame:
     return pd.concat(out)
 
 
-def fig16() -> pd.DataFrame:
-    """Ring all-reduce over 16 hosts (4 x 100G planes for MRC; RoCE with 1 and 16 QPs),
-    sizes 8-64 MB, random loss 0 / 0.1 % / 1 % on every link."""
+def collective_grid(build, sizes) -> pd.DataFrame:
+    """Bus bandwidth of the collective ``build(transport, loss, size=...)`` builds, for
+    every size, transport (RoCE 1 and 16 QPs, MRC) and random loss 0 / 0.1 % / 1 %."""
     rows = []
-    for size in ("8MB", "32MB", "64MB"):
+    for size in sizes:
         for t in ("roce", "roce16", "mrc"):
             for loss in (0.0, 0.001, 0.01):
-                r = fabricsim.run(mrc.ring_all_reduce(t, loss, size=size))
+                r = fabricsim.run(build(t, loss, size=size))
                 rows.append({"size": size, "transport": t, "loss": loss, "busbw_gbps": mrc.busbw(r),
                              "finished": r.summary["flows"]["unfinished"] == 0})
     return pd.DataFrame(rows)
+
+
+def fig16() -> pd.DataFrame:
+    """Ring all-reduce over 16 hosts (4 x 100G planes for MRC; RoCE with 1 and 16 QPs),
+    sizes 8-64 MB, random loss 0 / 0.1 % / 1 % on every link."""
+    return collective_grid(mrc.ring_all_reduce, ("8MB", "32MB", "64MB"))
 
 
 def fig17() -> pd.DataFrame:
     """All-to-all among 16 hosts (MRC on 4 x 100G planes, RoCE with 1 and 16 QPs per
     destination on one 400G plane), 256 KB - 4 MB per pair, random loss 0 / 0.1 % / 1 %
     on every link."""
-    rows = []
-    for size in ("256KB", "1MB", "4MB"):
-        for t in ("roce", "roce16", "mrc"):
-            for loss in (0.0, 0.001, 0.01):
-                r = fabricsim.run(mrc.all_to_all(t, loss, size=size))
-                rows.append({"size": size, "transport": t, "loss": loss, "busbw_gbps": mrc.busbw(r),
-                             "finished": r.summary["flows"]["unfinished"] == 0})
-    return pd.DataFrame(rows)
+    return collective_grid(mrc.all_to_all, ("256KB", "1MB", "4MB"))
 
 
 def fig22() -> pd.DataFrame:
