@@ -710,11 +710,7 @@ impl Fabric {
             let pkt = self.pool.get(slot);
             (pkt.net.class as usize, pkt.wire_bytes() as u64)
         };
-        let mut admit = self.admits(node, e, class, wire);
-        if !admit && lazy {
-            self.settle_switch(node, now);
-            admit = self.admits(node, e, class, wire);
-        }
+        let admit = self.settled_check(node, now, lazy, |f| f.admits(node, e, class, wire));
         let pkt = self.pool.get_mut(slot);
         let port = &mut self.ports[e as usize];
         if class == DATA {
@@ -733,10 +729,7 @@ impl Fabric {
                 return;
             }
         }
-        if class != DATA && self.nodes[node as usize].used + wire > buffer && lazy {
-            self.settle_switch(node, now);
-        }
-        if class != DATA && self.nodes[node as usize].used + wire > buffer {
+        if class != DATA && !self.settled_check(node, now, lazy, |f| f.nodes[node as usize].used + wire <= buffer) {
             self.drop_at(e, slot);
             return;
         }
@@ -758,8 +751,22 @@ impl Fabric {
         self.kick(e, now, q);
     }
 
-    /// Catches up every lazy port of switch `node` before a refusal: its occupancy
-    /// still counts frames they have started since last touched.
+    /// `check` of switch `node`'s buffer occupancy. A failure with lazy ports (`lazy`)
+    /// is decided again after they all catch up: the occupancy still counts frames they
+    /// have started since last touched.
+    #[inline]
+    fn settled_check(&mut self, node: NodeId, now: Time, lazy: bool, check: impl Fn(&Self) -> bool) -> bool {
+        if check(self) {
+            return true;
+        }
+        if !lazy {
+            return false;
+        }
+        self.settle_switch(node, now);
+        check(self)
+    }
+
+    /// Catches up every lazy port of switch `node` (see [`settled_check`](Self::settled_check)).
     #[cold]
     fn settle_switch(&mut self, node: NodeId, now: Time) {
         for i in 0..self.nodes[node as usize].port_ids.len() {
