@@ -23,6 +23,7 @@ CASES: Dict[str, str] = {
     "a": "a_fat_tree_k8_roce.toml",
     "b": "b_fat_tree_k16_roce.toml",
     "c": "c_fat_tree_k16_mrc.toml",
+    "c2": "c2_fat_tree_k16_mrc_2_partitions.toml",
 }
 
 

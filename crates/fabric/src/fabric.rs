@@ -41,6 +41,7 @@
 //! class. Control frames only need buffer room.
 
 use crate::config::{pfc_headroom, FabricConfig, Routing};
+use crate::partition::Remote;
 use crate::pool::Pool;
 use crate::port::{Port, PortId, PortKind, Queued};
 use crate::routing::Routes;
@@ -108,6 +109,18 @@ pub struct Totals {
 }
 
 impl Totals {
+    /// Adds `o`'s counters (partitions of one run).
+    pub fn add(&mut self, o: &Totals) {
+        self.packet_hops += o.packet_hops;
+        self.buffer_drops += o.buffer_drops;
+        self.link_losses += o.link_losses;
+        self.route_drops += o.route_drops;
+        self.ecn_marks += o.ecn_marks;
+        self.pfc_pauses += o.pfc_pauses;
+        self.trims += o.trims;
+        self.delivered += o.delivered;
+    }
+
     /// All frames that never reached their destination.
     pub fn drops(&self) -> u64 {
         self.buffer_drops + self.link_losses + self.route_drops
@@ -129,6 +142,8 @@ pub struct Fabric {
     /// Frames transmitted by tapped ports since the last drain: `(start time, port,
     /// packet)`.
     pub captured: Vec<(Time, PortId, Packet)>,
+    /// What crossed to other partitions of a partitioned run (see [`crate::partition`]).
+    pub(crate) outbox: Vec<Remote>,
     routes: Routes,
     /// Per switch: `(uSID, egress port)` sorted by uSID, the static SRv6 table.
     srv6: Vec<Vec<(u16, PortId)>>,
@@ -203,6 +218,7 @@ impl Fabric {
             pool: Pool::default(),
             totals: Totals::default(),
             captured: Vec::new(),
+            outbox: Vec::new(),
             routes,
             srv6,
             shared,
@@ -578,6 +594,10 @@ impl Fabric {
         // PFC frames preempt the data queue and are 64 bytes: their own
         // serialization is negligible next to the link delay.
         let at = now + port.delay + port.extra_delay;
+        if port.cross {
+            self.outbox.push(Remote::Pfc { at, port: port.peer, class: class as u8, pause });
+            return;
+        }
         q.push(at, E::from(FabricEvent::Pfc(port.peer, class as u8, pause)));
     }
 
@@ -627,6 +647,13 @@ impl Fabric {
             return None;
         }
         let mut arrive = port.busy_until + port.delay + port.extra_delay;
+        if port.cross {
+            // The far end is another partition's: the frame travels through the outbox
+            // onto that partition's copy of this wire.
+            self.outbox.push(Remote::Frame { at: arrive, port: p, pkt: *self.pool.get(slot) });
+            self.pool.free(slot);
+            return None;
+        }
         // A frame never overtakes the one before it on the same wire, even if the
         // link's delay was just lowered.
         if let Some(&(tail, _)) = port.wire.back() {

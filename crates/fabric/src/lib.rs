@@ -14,6 +14,7 @@
 //! * [`topology`]: builders for leaf-spine, k-ary fat-trees and multi-plane Clos.
 //! * [`fabric`]: the event handlers (transmit done, arrival, PFC frame) and the
 //!   interface hosts use to send and receive.
+//! * [`partition`]: splitting the fabric for a run on several threads.
 //!
 //! The fabric never calls into a transport. It reports two things upward through
 //! [`FabricOutput`]: a packet arrived at a host, or a host's NIC port can take
@@ -22,6 +23,7 @@
 
 pub mod config;
 pub mod fabric;
+pub mod partition;
 pub mod pool;
 pub mod port;
 mod prefetch;

@@ -91,6 +91,12 @@ impl Pool {
         self.peak
     }
 
+    /// Adds another pool's peak (the partitions of one run: an upper bound of the
+    /// run's peak, since the partitions need not peak together).
+    pub fn add_peak(&mut self, peak: usize) {
+        self.peak += peak;
+    }
+
     /// Bytes the simulator keeps per packet in flight: the slot, its free-list entry,
     /// and the queue or wire entry that points at it.
     pub const fn slot_bytes() -> usize {

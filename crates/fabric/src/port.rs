@@ -117,11 +117,13 @@ pub struct Port {
     pub(crate) lossy: bool,
     /// Whether the link is up (a down link loses every frame sent on it).
     pub up: bool,
+    /// Whether the far end belongs to another partition (see [`crate::partition`]).
+    pub(crate) cross: bool,
     pub(crate) paused: [bool; CLASSES],
-    /// Index of this port within its node (NIC port number on hosts).
-    pub index: u16,
     /// Counters.
     pub stats: PortStats,
+    /// Index of this port within its node (NIC port number on hosts).
+    pub index: u16,
 
     /// Probability that a frame is lost on this link (set with
     /// [`crate::Fabric::set_cable_loss`]).
@@ -164,6 +166,7 @@ impl Port {
             tap: false,
             lossy: false,
             lazy: false,
+            cross: false,
             ecn_k: (0, 0),
             queues: Default::default(),
             queued: [0; CLASSES],

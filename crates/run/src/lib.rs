@@ -14,6 +14,7 @@
 pub mod factory;
 pub mod ideal;
 pub mod metrics;
+pub mod parallel;
 pub mod results;
 pub mod scenario;
 pub mod schema;

@@ -36,10 +36,14 @@ pub struct Sampler {
 impl Sampler {
     /// A sampler for `fabric` (disabled when `interval` is zero).
     pub fn new(fabric: &Fabric, interval: Dur) -> Sampler {
+        Sampler { prev: vec![Snap::default(); fabric.ports.len()], ..Sampler::empty(interval, Time::ZERO) }
+    }
+
+    fn empty(interval: Dur, last: Time) -> Sampler {
         Sampler {
             interval,
-            last: Time::ZERO,
-            prev: vec![Snap::default(); fabric.ports.len()],
+            last,
+            prev: Vec::new(),
             time_ns: Vec::new(),
             port: Vec::new(),
             tx_bytes: Vec::new(),
@@ -93,6 +97,38 @@ impl Sampler {
             port.stats.queue_max = q;
         }
         self.last = now;
+    }
+
+    /// Merges the samples another partition took of its ports (`theirs(port)`) into
+    /// these, ordered by time then port, and takes over its snapshots of them.
+    pub fn merge(&mut self, o: &Sampler, theirs: impl Fn(usize) -> bool) {
+        for (p, snap) in o.prev.iter().enumerate() {
+            if theirs(p) {
+                self.prev[p] = *snap;
+            }
+        }
+        self.last = self.last.max(o.last);
+        let mut order: Vec<(u64, u32, bool, usize)> = (0..self.time_ns.len())
+            .map(|i| (self.time_ns[i], self.port[i], false, i))
+            .chain((0..o.time_ns.len()).map(|i| (o.time_ns[i], o.port[i], true, i)))
+            .collect();
+        order.sort_by_key(|r| (r.0, r.1));
+        let mut merged = Sampler { prev: std::mem::take(&mut self.prev), ..Sampler::empty(self.interval, self.last) };
+        for (_, _, other, i) in order {
+            let src = if other { o } else { &*self };
+            merged.time_ns.push(src.time_ns[i]);
+            merged.port.push(src.port[i]);
+            merged.tx_bytes.push(src.tx_bytes[i]);
+            merged.util.push(src.util[i]);
+            merged.queue_bytes.push(src.queue_bytes[i]);
+            merged.queue_max.push(src.queue_max[i]);
+            merged.ecn_marks.push(src.ecn_marks[i]);
+            merged.drops.push(src.drops[i]);
+            merged.trims.push(src.trims[i]);
+            merged.pause_ns.push(src.pause_ns[i]);
+            merged.pauses_sent.push(src.pauses_sent[i]);
+        }
+        *self = merged;
     }
 
     /// The port time series.

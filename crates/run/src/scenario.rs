@@ -41,6 +41,8 @@ pub struct Scenario {
     pub faults: Vec<FaultSpec>,
     /// With ECMP, how long after a topology change the tables are recomputed.
     pub reroute_after: Option<Dur>,
+    /// Partitions simulated side by side, one thread each (1: a plain run).
+    pub partitions: u8,
     /// The document as given, echoed into the summary.
     pub document: serde_json::Value,
 }
@@ -171,6 +173,7 @@ impl Scenario {
         if stop == Some(Dur::ZERO) {
             return Err(top.error("stop", "must be later than 0"));
         }
+        let partitions = top.int("partitions", 1, 1, crate::parallel::MAX_PARTITIONS as i64)? as u8;
         let Some(topo) = top.raw("topology") else {
             return Err(top.error(
                 "topology",
@@ -219,6 +222,7 @@ impl Scenario {
             output,
             faults,
             reroute_after,
+            partitions,
             document,
         })
     }

@@ -243,6 +243,24 @@ pub struct ThroughputRows {
     pub gbps: Vec<f64>,
 }
 
+impl ThroughputRows {
+    /// Merges another partition's rows into these, ordered by time then connection.
+    fn merge(&mut self, o: &ThroughputRows) {
+        let mut rows: Vec<(u64, u32, u64, f64)> = (0..self.time_ns.len())
+            .map(|i| (self.time_ns[i], self.connection[i], self.bytes[i], self.gbps[i]))
+            .chain((0..o.time_ns.len()).map(|i| (o.time_ns[i], o.connection[i], o.bytes[i], o.gbps[i])))
+            .collect();
+        rows.sort_by_key(|r| (r.0, r.1));
+        *self = ThroughputRows::default();
+        for (t, c, b, g) in rows {
+            self.time_ns.push(t);
+            self.connection.push(c);
+            self.bytes.push(b);
+            self.gbps.push(g);
+        }
+    }
+}
+
 /// A scenario wired up and ready to run.
 pub struct Sim {
     /// The scenario.
@@ -283,6 +301,17 @@ pub struct Sim {
     conn_bytes: Vec<u64>,
     last_sample: Time,
     pcap: Option<Pcap>,
+    /// In a partitioned run, which partition simulates each node and which one this
+    /// copy is (see [`crate::parallel`]).
+    pub(crate) part: Option<(Vec<u8>, u8)>,
+    /// Events processed by the other partitions (added when they are absorbed).
+    events_absorbed: u64,
+    /// Messages started here since the last window that another partition receives.
+    started_elsewhere: Vec<u32>,
+    /// What other partitions sent here, to inject before the next window.
+    pub(crate) inbox: Vec<fabricsim_fabric::partition::Remote>,
+    /// A sample to take before the next window (partitioned runs).
+    pub(crate) sample_due: Option<Time>,
 }
 
 /// A pcap capture being written.
@@ -442,24 +471,55 @@ impl Sim {
             conn_bytes: vec![0; nconns],
             last_sample: Time::ZERO,
             pcap: None,
+            part: None,
+            events_absorbed: 0,
+            started_elsewhere: Vec::new(),
+            inbox: Vec::new(),
+            sample_due: None,
         };
-        for (i, f) in sim.scenario.faults.iter().enumerate() {
-            sim.q.push(Time::ZERO + f.at, Event::Fault(i as u32));
+        if sim.scenario.partitions > 1 {
+            crate::parallel::check(&sim)?;
         }
-        for (i, m) in sim.plan.messages.iter().enumerate() {
-            if m.deps.is_empty() {
-                sim.q.push(Time::ZERO + m.start, Event::Start(i as u32));
+        sim.seed_events();
+        Ok(sim)
+    }
+
+    /// Schedules the run's first events: faults, messages without dependencies whose
+    /// sender this copy simulates, and (unpartitioned) the first sample.
+    fn seed_events(&mut self) {
+        self.q = EventQueue::new();
+        for (i, f) in self.scenario.faults.iter().enumerate() {
+            self.q.push(Time::ZERO + f.at, Event::Fault(i as u32));
+        }
+        for (i, m) in self.plan.messages.iter().enumerate() {
+            if m.deps.is_empty() && self.owns_host(self.plan.conns[m.conn as usize].src) {
+                self.q.push(Time::ZERO + m.start, Event::Start(i as u32));
             }
         }
-        if sim.sampler.enabled() {
-            sim.q.push(Time::ZERO + sim.scenario.output.sample_interval, Event::Sample);
+        // A partitioned run samples between windows instead.
+        if self.sampler.enabled() && self.part.is_none() {
+            self.q.push(Time::ZERO + self.scenario.output.sample_interval, Event::Sample);
         }
-        Ok(sim)
+    }
+
+    /// Makes this copy simulate partition `me` of `owner` (per node) and schedules its
+    /// first events. Returns the lookahead (see [`fabricsim_fabric::partition`]).
+    pub(crate) fn make_partition(&mut self, owner: &[u8], me: u8) -> Option<Dur> {
+        let lookahead = self.fabric.set_partition(owner, me);
+        self.part = Some((owner.to_vec(), me));
+        self.seed_events();
+        lookahead
+    }
+
+    /// Whether this copy simulates `host` (every host, unpartitioned).
+    #[inline]
+    pub(crate) fn owns_host(&self, host: u32) -> bool {
+        self.part.as_ref().is_none_or(|(owner, me)| owner[host as usize] == *me)
     }
 
     /// Events processed so far.
     pub fn events(&self) -> u64 {
-        self.q.popped()
+        self.q.popped() + self.events_absorbed
     }
 
     /// The current simulated time (once the run is over: when it ended).
@@ -477,7 +537,7 @@ impl Sim {
         self.eps.iter().zip(&self.meta).map(|(e, m)| (e.stats(), m.responder, m.conn))
     }
 
-    fn progress(&self) -> Progress {
+    pub(crate) fn progress(&self) -> Progress {
         Progress {
             sim_time: self.q.now(),
             events: self.q.popped(),
@@ -488,12 +548,16 @@ impl Sim {
     }
 
     /// Runs to the end. `progress` is called every 65,536 events; returning `false`
-    /// cancels the run (the result then covers what was simulated).
+    /// cancels the run (the result then covers what was simulated). A scenario with
+    /// `partitions > 1` runs on that many threads (see [`crate::parallel`]).
     pub fn run(&mut self, progress: &mut dyn FnMut(&Progress) -> bool) -> Ending {
-        let stop = self.scenario.stop.map_or(Time::MAX, |d| Time::ZERO + d);
         if self.msgs.is_empty() {
             return Ending::AllFinished;
         }
+        if self.scenario.partitions > 1 && self.part.is_none() {
+            return crate::parallel::run(self, progress);
+        }
+        let stop = self.stop_time();
         loop {
             let Some((now, ev)) = self.q.pop() else {
                 self.end = Some(self.q.now());
@@ -505,46 +569,8 @@ impl Sim {
                 self.sample(stop);
                 return Ending::StopTime;
             }
-            if self.deep_prefetch {
-                // Two events ahead the port and packet; one ahead what they point to.
-                let [near, far] = self.q.peek_ahead::<2>();
-                if let Some(Event::Fabric(far)) = far {
-                    self.fabric.prefetch(far);
-                }
-                if let Some(Event::Fabric(near)) = near {
-                    self.fabric.prefetch_near(near);
-                }
-            } else if let Some(Event::Fabric(next)) = self.q.peek() {
-                self.fabric.prefetch(next);
-            }
-            match ev {
-                Event::Fabric(fe) => {
-                    match self.fabric.handle(now, fe, &mut self.q) {
-                        Some(FabricOutput::Deliver { slot, .. }) => self.deliver(now, slot),
-                        Some(FabricOutput::NicReady { host, nic }) => self.serve(now, host, nic),
-                        None => {}
-                    }
-                    if !self.fabric.captured.is_empty() {
-                        self.flush_capture();
-                    }
-                }
-                Event::Timer(ep) => self.timer(now, ep),
-                Event::Wake(ep) => {
-                    if self.meta[ep as usize].wake_at == now {
-                        self.meta[ep as usize].wake_at = Time::MAX;
-                        self.ready(now, ep);
-                    }
-                }
-                Event::Start(m) => self.start(now, m),
-                Event::Sample => {
-                    self.sample(now);
-                    if !self.q.is_empty() {
-                        self.q.push(now + self.scenario.output.sample_interval, Event::Sample);
-                    }
-                }
-                Event::Fault(i) => self.apply_fault(now, i as usize),
-                Event::Reroute => self.fabric.reroute(),
-            }
+            self.prefetch_next();
+            self.step(now, ev);
             if self.received == self.msgs.len() {
                 self.end = Some(now);
                 self.sample(now);
@@ -558,13 +584,157 @@ impl Sim {
         }
     }
 
+    /// The scenario's stop time (`Time::MAX` without one).
+    pub(crate) fn stop_time(&self) -> Time {
+        self.scenario.stop.map_or(Time::MAX, |d| Time::ZERO + d)
+    }
+
+    /// Receives what other partitions sent, takes a due sample, then handles every
+    /// event before `until` (one window of a partitioned run).
+    pub(crate) fn run_window(&mut self, until: Time) {
+        for r in &self.inbox {
+            self.fabric.inject(r, &mut self.q);
+        }
+        self.inbox.clear();
+        if let Some(t) = self.sample_due.take() {
+            self.sample(t);
+        }
+        while self.q.peek_time().is_some_and(|t| t < until) {
+            let (now, ev) = self.q.pop().expect("peeked");
+            self.prefetch_next();
+            self.step(now, ev);
+        }
+    }
+
+    /// The time of the next event, if any, counting what waits in the inbox.
+    pub(crate) fn next_event(&self) -> Option<Time> {
+        let inbox = self.inbox.iter().map(|r| r.at()).min();
+        match (self.q.peek_time(), inbox) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Messages completed here (in a partitioned run: those this copy receives).
+    pub(crate) fn received(&self) -> usize {
+        self.received
+    }
+
+    /// Asks the cache for what the next events will touch.
+    #[inline]
+    fn prefetch_next(&self) {
+        if self.deep_prefetch {
+            // Two events ahead the port and packet; one ahead what they point to.
+            let [near, far] = self.q.peek_ahead::<2>();
+            if let Some(Event::Fabric(far)) = far {
+                self.fabric.prefetch(far);
+            }
+            if let Some(Event::Fabric(near)) = near {
+                self.fabric.prefetch_near(near);
+            }
+        } else if let Some(Event::Fabric(next)) = self.q.peek() {
+            self.fabric.prefetch(next);
+        }
+    }
+
+    /// Handles one event.
+    #[inline]
+    fn step(&mut self, now: Time, ev: Event) {
+        match ev {
+            Event::Fabric(fe) => {
+                match self.fabric.handle(now, fe, &mut self.q) {
+                    Some(FabricOutput::Deliver { slot, .. }) => self.deliver(now, slot),
+                    Some(FabricOutput::NicReady { host, nic }) => self.serve(now, host, nic),
+                    None => {}
+                }
+                if !self.fabric.captured.is_empty() {
+                    self.flush_capture();
+                }
+            }
+            Event::Timer(ep) => self.timer(now, ep),
+            Event::Wake(ep) => {
+                if self.meta[ep as usize].wake_at == now {
+                    self.meta[ep as usize].wake_at = Time::MAX;
+                    self.ready(now, ep);
+                }
+            }
+            Event::Start(m) => self.start(now, m),
+            Event::Sample => {
+                self.sample(now);
+                if !self.q.is_empty() {
+                    self.q.push(now + self.scenario.output.sample_interval, Event::Sample);
+                }
+            }
+            Event::Fault(i) => self.apply_fault(now, i as usize),
+            Event::Reroute => self.fabric.reroute(),
+        }
+    }
+
+    /// When the last message completed here, if any did.
+    pub(crate) fn last_finish(&self) -> Option<Time> {
+        self.msgs.iter().map(|m| m.finish).filter(|&t| t != Time::MAX).max()
+    }
+
+    /// Takes over what partition `k` of `owner` simulated, from its copy `other`: its
+    /// endpoints, the messages it sent (start, retransmissions) and received
+    /// (completion), its ports and switches, its samples and logs; counters are summed.
+    pub(crate) fn absorb(&mut self, other: &mut Sim, owner: &[u8], k: u8) {
+        let theirs = |host: u32| owner[host as usize] == k;
+        for i in 0..self.eps.len() {
+            if theirs(self.meta[i].host) {
+                std::mem::swap(&mut self.eps[i], &mut other.eps[i]);
+            }
+        }
+        for (m, spec) in self.plan.messages.iter().enumerate() {
+            let c = self.plan.conns[spec.conn as usize];
+            if theirs(c.src) {
+                self.msgs[m].start = other.msgs[m].start;
+                self.msgs[m].retransmitted = other.msgs[m].retransmitted;
+            }
+            if theirs(c.dst) {
+                self.msgs[m].finish = other.msgs[m].finish;
+            }
+        }
+        self.fabric.absorb(&mut other.fabric, |node| owner[node as usize] == k);
+        let fabric = &self.fabric;
+        self.sampler.merge(&other.sampler, |p| owner[fabric.ports[p].node as usize] == k);
+        self.throughput.merge(&other.throughput);
+        for (c, conn) in self.plan.conns.iter().enumerate() {
+            if theirs(conn.dst) {
+                self.conn_bytes[c] = other.conn_bytes[c];
+            }
+        }
+        self.last_sample = self.last_sample.max(other.last_sample);
+        self.ev_log.append(&mut other.ev_log);
+        // Each partition logged in time order; the merged log is too (stable: a
+        // partition's simultaneous entries keep their order, lower partitions first).
+        self.ev_log.sort_by_key(|(conn, l)| (l.time, *conn));
+        self.received += other.received;
+        self.misdelivered += other.misdelivered;
+        self.failed_conns += other.failed_conns;
+        self.events_absorbed += other.events();
+    }
+
+    /// Ends a partitioned run at `end`: the last sample, and the end time.
+    pub(crate) fn finish_partitioned(&mut self, ending: Ending, end: Time) {
+        if ending != Ending::Stalled {
+            self.sample(end);
+        }
+        self.end = Some(end);
+        self.part = None;
+    }
+
     /// Records the interval ending at `now`: port counters, each connection's
     /// delivered bytes, entropy-value state changes.
-    fn sample(&mut self, now: Time) {
+    pub(crate) fn sample(&mut self, now: Time) {
         // Lazy switch ports catch up, so counters and queues read as of now.
         self.fabric.settle(now);
         self.sampler.sample(now, &mut self.fabric);
         for (i, ep) in self.eps.iter_mut().enumerate() {
+            let host = self.meta[i].host;
+            if self.part.as_ref().is_some_and(|(owner, me)| owner[host as usize] != *me) {
+                continue;
+            }
             let mut log = Vec::new();
             ep.drain_path_log(now, &mut log);
             let conn = self.meta[i].conn;
@@ -675,7 +845,7 @@ impl Sim {
             for k in 0..self.host_eps[host as usize].len() {
                 let ep = self.host_eps[host as usize][k];
                 let m = self.meta[ep as usize];
-                if nic >= m.first_port && nic < m.first_port + m.ports {
+                if nic >= m.first_port && nic < m.first_port + m.ports && self.owns_host(host) {
                     self.eps[ep as usize].on_port_state(now, nic, up);
                     self.after_input(now, ep);
                     self.ready(now, ep);
@@ -700,6 +870,12 @@ impl Sim {
         }
         if ports.is_empty() {
             return Err(ScenarioError::new("pcap", "name at least one port or node to capture"));
+        }
+        if self.scenario.partitions > 1 {
+            return Err(ScenarioError::new(
+                "pcap",
+                format!("capture needs one partition (the scenario has partitions = {})", self.scenario.partitions),
+            ));
         }
         let file = std::fs::File::create(path)
             .map_err(|e| ScenarioError::new("pcap", format!("cannot create {}: {e}", path.display())))?;
@@ -826,30 +1002,57 @@ impl Sim {
     }
 
     fn start(&mut self, now: Time, m: u32) {
-        let spec = &self.plan.messages[m as usize];
-        let (c, size) = (spec.conn as usize, spec.size);
-        let (first, qps) = (self.conns[c].first_ep, self.conns[c].qps);
-        // A message over several QPs is split evenly, the remainder on the first ones;
-        // a QP whose share is empty carries nothing of it.
-        let parts: Vec<(u32, u64)> = (0..qps)
-            .map(|i| (i, size / qps as u64 + u64::from((i as u64) < size % qps as u64)))
-            .filter(|&(_, len)| len > 0)
-            .collect();
-        let st = &mut self.msgs[m as usize];
-        st.start = now;
-        st.parts_left = parts.len() as u32;
+        let parts = self.book_start(m, now);
+        let (first, c) = {
+            let c = self.plan.messages[m as usize].conn as usize;
+            (self.conns[c].first_ep, c)
+        };
+        if !self.owns_host(self.plan.conns[c].dst) {
+            // The receiving partition learns of it before any of its packets arrive.
+            self.started_elsewhere.push(m);
+        }
         let mut offset = 0;
-        for (i, len) in parts {
+        for (i, len, seq) in parts {
             let ep = first + 2 * i;
-            let queue = &mut self.conns[c].msgs[i as usize];
-            let seq = queue.len() as u32;
-            queue.push(m);
             let va = 0x7f00_0000_0000u64 + ((m as u64) << 32) + offset;
             offset += len;
             self.eps[ep as usize].post(now, Message { seq, len, va, rkey: m });
             self.after_input(now, ep);
             self.ready(now, ep);
         }
+    }
+
+    /// Records that message `m` starts at `now`: splits it over its connection's QPs
+    /// and numbers each part in its QP's sequence. Returns `(qp, bytes, sequence)`.
+    fn book_start(&mut self, m: u32, now: Time) -> Vec<(u32, u64, u32)> {
+        let spec = &self.plan.messages[m as usize];
+        let (c, size) = (spec.conn as usize, spec.size);
+        let qps = self.conns[c].qps;
+        // A message over several QPs is split evenly, the remainder on the first ones;
+        // a QP whose share is empty carries nothing of it.
+        let parts: Vec<(u32, u64, u32)> = (0..qps)
+            .map(|i| (i, size / qps as u64 + u64::from((i as u64) < size % qps as u64)))
+            .filter(|&(_, len)| len > 0)
+            .map(|(i, len)| {
+                let queue = &mut self.conns[c].msgs[i as usize];
+                queue.push(m);
+                (i, len, queue.len() as u32 - 1)
+            })
+            .collect();
+        let st = &mut self.msgs[m as usize];
+        st.start = now;
+        st.parts_left = parts.len() as u32;
+        parts
+    }
+
+    /// Another partition started message `m`, which this one receives.
+    pub(crate) fn started_remotely(&mut self, m: u32) {
+        self.book_start(m, Time::MAX);
+    }
+
+    /// Takes the messages started here that other partitions receive.
+    pub(crate) fn take_started(&mut self) -> Vec<u32> {
+        std::mem::take(&mut self.started_elsewhere)
     }
 
     /// Drains an endpoint's application events and re-arms its timer.

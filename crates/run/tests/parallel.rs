@@ -1,0 +1,208 @@
+//! Partitioned runs (`partitions = N`: the fabric split over N threads that advance
+//! in windows of the smallest cross-partition link delay) against plain runs: the same
+//! traffic must come out, up to the order of simultaneous events, and every run of a
+//! partitioned scenario must be identical.
+
+mod common;
+
+use common::*;
+use fabricsim_run::{results, RunResult, Scenario, Sim};
+
+fn run_parts(toml: &str, partitions: u8) -> (Sim, RunResult) {
+    let mut sc = scenario(toml);
+    sc.partitions = partitions;
+    let mut sim = Sim::new(sc).unwrap_or_else(|e| panic!("{e}"));
+    let ending = sim.run(&mut |_| true);
+    let r = results(&sim, ending);
+    (sim, r)
+}
+
+fn rel(a: f64, b: f64) -> f64 {
+    (a - b).abs() / b.abs().max(1.0)
+}
+
+/// A loaded lossy k=4 fat-tree (hosts 0-7 in one partition, 8-15 in the other): a
+/// permutation, an incast from both halves into host 1, a cable failing and
+/// recovering and random loss on cables between the halves, and port sampling.
+const BUSY: &str = r#"
+seed = 11
+[topology]
+kind = "fat_tree"
+k = 4
+switch_buffer = "400KB"
+[fabric]
+pfc = false
+trimming = { threshold = "40KB" }
+ecn = { kmin = "10KB", kmax = "60KB", last_hop = false }
+[transport]
+kind = "mrc"
+evs = 32
+[[workload]]
+kind = "permutation"
+size = "400KB"
+[[workload]]
+kind = "incast"
+senders = [4, 5, 6, 8, 9, 10, 12]
+receiver = 1
+size = "200KB"
+[[faults]]
+at = "6us"
+kind = "link_down"
+link = "core[1].down[2]"
+[[faults]]
+at = "20us"
+kind = "link_up"
+link = "core[1].down[2]"
+[[faults]]
+at = "9us"
+kind = "link_loss"
+link = "core[3].down[0]"
+loss = 0.02
+[output]
+sample_interval = "3us"
+"#;
+
+#[test]
+fn a_partitioned_run_carries_the_same_traffic_as_a_plain_one() {
+    let (one, r1) = run_parts(BUSY, 1);
+    let (two, r2) = run_parts(BUSY, 2);
+    let (t1, t2) = (one.fabric.totals, two.fabric.totals);
+    println!("1 partition  {t1:?} events {}", r1.summary["events"]);
+    println!("2 partitions {t2:?} events {}", r2.summary["events"]);
+    for r in [&r1, &r2] {
+        assert_eq!(r.summary["flows"]["unfinished"], 0);
+        assert_eq!(r.summary["bytes_delivered"], r.summary["bytes_offered"]);
+    }
+    assert!(t2.trims > 100 && t2.ecn_marks > 100 && t2.link_losses > 0, "{t2:?}");
+    assert!(rel(t2.packet_hops as f64, t1.packet_hops as f64) < 0.02, "hops {} vs {}", t2.packet_hops, t1.packet_hops);
+    assert!(rel(t2.delivered as f64, t1.delivered as f64) < 0.02);
+    assert!(rel(t2.trims as f64, t1.trims as f64) < 0.15, "trims {} vs {}", t2.trims, t1.trims);
+    let (f1, f2) = (col_i64(&r1, "fct_ns"), col_i64(&r2, "fct_ns"));
+    let mean = |v: &[i64]| v.iter().sum::<i64>() as f64 / v.len() as f64;
+    println!("mean FCT {:.0} vs {:.0}", mean(&f1), mean(&f2));
+    assert!(rel(mean(&f2), mean(&f1)) < 0.05);
+    // Each fault happened once (every partition applies it to its own copy, one logs).
+    assert_eq!(r2.faults.rows(), 3);
+    assert_eq!(r2.faults, r1.faults);
+    // The merged port series adds up to the merged ports' totals, and no port is
+    // sampled twice at one time.
+    let sampled: u64 = col_u64(&r2.ports, "tx_bytes").iter().sum();
+    let total: u64 = two.fabric.ports.iter().map(|p| p.stats.tx_bytes).sum();
+    assert_eq!(sampled, total);
+    let ports = match r2.ports.get("port_id") {
+        Some(fabricsim_run::Column::U32(v)) => v.clone(),
+        other => panic!("port_id: {other:?}"),
+    };
+    let times = col_u64(&r2.ports, "time_ns");
+    let mut keys: Vec<(u64, u32)> = times.into_iter().zip(ports).collect();
+    let n = keys.len();
+    keys.dedup();
+    assert_eq!(keys.len(), n, "rows in (time, port) order, each once");
+    // Per-connection throughput and EV states were merged from both halves.
+    let delivered: u64 = col_u64(&r2.throughput, "bytes").iter().sum();
+    assert_eq!(delivered, r2.summary["bytes_delivered"].as_u64().unwrap());
+    assert_eq!(r2.ev_states.rows() > 0, r1.ev_states.rows() > 0);
+}
+
+#[test]
+fn partitioned_runs_are_deterministic() {
+    let (_, a) = run_parts(BUSY, 2);
+    let (_, b) = run_parts(BUSY, 2);
+    assert_eq!(a.flows, b.flows);
+    assert_eq!(a.ports, b.ports);
+    assert_eq!(a.paths, b.paths);
+    assert_eq!(a.ev_states, b.ev_states);
+    assert_eq!(a.throughput, b.throughput);
+    assert_eq!(a.summary, b.summary);
+    // Three partitions on a machine with fewer cores give one answer too.
+    let (_, c) = run_parts(BUSY, 3);
+    let (_, d) = run_parts(BUSY, 3);
+    assert_eq!(c.flows, d.flows);
+    assert_eq!(c.summary, d.summary);
+    assert_eq!(c.summary["flows"]["unfinished"], 0);
+}
+
+#[test]
+fn a_lone_flow_across_partitions_is_identical_to_a_plain_run() {
+    // No simultaneous events to order differently: the flow completes at the same
+    // picosecond. (The partitions finish the window in which it completed, so they
+    // count a few more frames, the acknowledgements in flight at the end.)
+    let toml = "[topology]\nkind = \"fat_tree\"\nk = 4\n[fabric]\npfc = false\n\
+                [[workload]]\nkind = \"flows\"\nflows = [{ src = 0, dst = 15, size = \"3MB\" }]";
+    let (one, r1) = run_parts(toml, 1);
+    let (two, r2) = run_parts(toml, 2);
+    assert_eq!(col_i64(&r1, "fct_ns"), col_i64(&r2, "fct_ns"));
+    assert_eq!(r1.summary["sim_time_ns"], r2.summary["sim_time_ns"]);
+    let (t1, t2) = (one.fabric.totals, two.fabric.totals);
+    assert!(t2.packet_hops >= t1.packet_hops && t2.packet_hops - t1.packet_hops < 20, "{t1:?} vs {t2:?}");
+    assert_eq!(t2.drops(), 0);
+}
+
+#[test]
+fn pfc_pauses_cross_partitions() {
+    // RoCE with PFC: an incast from the far half fills host 0's edge switch, whose
+    // PAUSE frames travel back across the cut.
+    let toml = r#"
+[topology]
+kind = "fat_tree"
+k = 4
+switch_buffer = "300KB"
+[transport]
+kind = "roce"
+[[workload]]
+kind = "incast"
+senders = [8, 9, 10, 11, 12, 13, 14]
+receiver = 0
+size = "300KB"
+"#;
+    let (one, r1) = run_parts(toml, 1);
+    let (two, r2) = run_parts(toml, 2);
+    let (t1, t2) = (one.fabric.totals, two.fabric.totals);
+    println!("pauses {} vs {}; drops {} vs {}", t1.pfc_pauses, t2.pfc_pauses, t1.drops(), t2.drops());
+    assert_eq!(r2.summary["flows"]["unfinished"], 0);
+    assert!(t1.pfc_pauses > 0 && t2.pfc_pauses > 0);
+    assert_eq!(t2.drops(), 0, "PFC across the cut keeps the fabric lossless");
+    assert!(rel(t2.pfc_pauses as f64, t1.pfc_pauses as f64) < 0.3, "{} vs {}", t2.pfc_pauses, t1.pfc_pauses);
+    let last = |r: &RunResult| *col_i64(r, "fct_ns").iter().max().unwrap() as f64;
+    assert!(rel(last(&r2), last(&r1)) < 0.03, "{} vs {}", last(&r2), last(&r1));
+}
+
+#[test]
+fn a_ring_all_reduce_runs_partitioned() {
+    // Each step waits for what the same host received: never across partitions.
+    let toml = r#"
+[topology]
+kind = "fat_tree"
+k = 4
+[fabric]
+pfc = false
+trimming = true
+[transport]
+kind = "mrc"
+[[workload]]
+kind = "all_reduce"
+size = "1MB"
+"#;
+    let (_, r1) = run_parts(toml, 1);
+    let (_, r2) = run_parts(toml, 2);
+    let t = |r: &RunResult| r.summary["collectives"][0]["duration_ns"].as_f64().expect("collective time");
+    println!("all-reduce {} vs {}", t(&r1), t(&r2));
+    assert_eq!(r2.summary["flows"]["unfinished"], 0);
+    assert!(rel(t(&r2), t(&r1)) < 0.03);
+}
+
+#[test]
+fn bad_partition_settings_are_refused() {
+    let base = "[topology]\nkind = \"fat_tree\"\nk = 4\n[[workload]]\nkind = \"permutation\"\nsize = \"10KB\"\n";
+    for value in ["0", "9", "\"two\""] {
+        let err = Scenario::from_toml(&format!("partitions = {value}\n{base}")).unwrap_err().to_string();
+        assert!(err.starts_with("partitions"), "{value}: {err}");
+        assert!(value.starts_with('"') || err.contains('8'), "{value}: the allowed range: {err}");
+    }
+    let zero = base.replace("k = 4", "k = 4\nlink_delay = \"0us\"");
+    let err = Sim::new(scenario(&format!("partitions = 2\n{zero}"))).err().expect("refused").to_string();
+    assert!(err.contains("partitions") && err.contains("link_delay"), "{err}");
+    let mut sim = Sim::new(scenario(&format!("partitions = 2\n{base}"))).unwrap();
+    let err = sim.capture("edge[0]", &std::env::temp_dir().join("fabricsim-part.pcap"), 64).unwrap_err().to_string();
+    assert!(err.contains("pcap") && err.contains("partitions = 2"), "{err}");
+}
