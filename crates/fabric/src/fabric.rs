@@ -144,6 +144,8 @@ pub struct Fabric {
     pub captured: Vec<(Time, PortId, Packet)>,
     /// What crossed to other partitions of a partitioned run (see [`crate::partition`]).
     pub(crate) outbox: Vec<Remote>,
+    /// Lazy ports whose far end another partition simulates.
+    pub(crate) cross_lazy: Vec<PortId>,
     routes: Routes,
     /// Per switch: `(uSID, egress port)` sorted by uSID, the static SRv6 table.
     srv6: Vec<Vec<(u16, PortId)>>,
@@ -219,6 +221,7 @@ impl Fabric {
             totals: Totals::default(),
             captured: Vec::new(),
             outbox: Vec::new(),
+            cross_lazy: Vec::new(),
             routes,
             srv6,
             shared,
@@ -491,7 +494,9 @@ impl Fabric {
     #[inline]
     fn ensure_wake<E: From<FabricEvent> + Copy>(&mut self, p: PortId, now: Time, q: &mut EventQueue<E>) {
         let port = &mut self.ports[p as usize];
-        if !port.txdone_pending && !port.arrive_pending && port.eligible_class().is_some() {
+        // A cross port's wire is in another partition: it catches up at the end of
+        // every window instead (see `crate::partition`).
+        if !port.txdone_pending && !port.arrive_pending && !port.cross && port.eligible_class().is_some() {
             port.txdone_pending = true;
             q.push(port.busy_until.max(now), E::from(FabricEvent::TxDone(p)));
         }

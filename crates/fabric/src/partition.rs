@@ -11,8 +11,11 @@
 //! than the smallest cross-link delay (the *lookahead*) never receive anything in
 //! their past.
 //!
-//! Cross ports are always eager (a `TxDone` per frame): a lazy port catches up when
-//! its wire's head arrives, and that arrival now happens in another partition.
+//! A lazy cross port (see "Lazy departures" in [`crate::fabric`]) cannot catch up when
+//! its wire's head arrives, since that happens in another partition: its partition
+//! catches it up at the end of every window instead ([`Fabric::flush_cross`]), which
+//! starts each due frame at its own start time as any other touch would, and a window
+//! never begins after one of its frames is due ([`Fabric::next_cross_start`]).
 
 use crate::fabric::{Fabric, FabricEvent};
 use crate::port::PortId;
@@ -97,17 +100,41 @@ impl Fabric {
     /// the lookahead, the smallest delay of a cross link (`None` without any).
     pub fn set_partition(&mut self, owner: &[u8], me: u8) -> Option<Dur> {
         let mut lookahead: Option<Dur> = None;
-        for port in &mut self.ports {
+        self.cross_lazy.clear();
+        for (p, port) in self.ports.iter_mut().enumerate() {
             let cross = owner[port.node as usize] != owner[port.peer_node as usize];
             if cross {
                 lookahead = Some(lookahead.map_or(port.delay, |l| l.min(port.delay)));
             }
             port.cross = cross && owner[port.node as usize] == me;
-            if cross {
-                port.lazy = false;
+            if port.cross && port.lazy {
+                self.cross_lazy.push(p as PortId);
             }
         }
         lookahead
+    }
+
+    /// Starts every frame a lazy cross port sends before `until` (the end of a window),
+    /// so that it reaches the outbox in time: nothing else wakes such a port, whose
+    /// wire's arrivals happen in another partition. Frames start at their own times, as
+    /// on any lazy port (a frame queued on the port first makes it catch up).
+    pub fn flush_cross(&mut self, until: Time) {
+        for i in 0..self.cross_lazy.len() {
+            let p = self.cross_lazy[i];
+            let none = self.advance(p, until, false);
+            debug_assert!(none.is_none(), "a cross port's frames leave through the outbox");
+        }
+    }
+
+    /// The earliest time a lazy cross port starts a waiting frame, if any waits: a
+    /// window must not begin after it.
+    pub fn next_cross_start(&self) -> Option<Time> {
+        self.cross_lazy
+            .iter()
+            .map(|&p| &self.ports[p as usize])
+            .filter(|port| port.eligible_class().is_some())
+            .map(|port| port.busy_until)
+            .min()
     }
 
     /// Takes what crossed to other partitions since the last call.

@@ -604,15 +604,16 @@ impl Sim {
             self.prefetch_next();
             self.step(now, ev);
         }
+        self.fabric.flush_cross(until);
     }
 
-    /// The time of the next event, if any, counting what waits in the inbox.
+    /// The time of the next event, if any, counting what waits in the inbox and frames
+    /// lazy cross ports will start.
     pub(crate) fn next_event(&self) -> Option<Time> {
-        let inbox = self.inbox.iter().map(|r| r.at()).min();
-        match (self.q.peek_time(), inbox) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [self.q.peek_time(), self.inbox.iter().map(|r| r.at()).min(), self.fabric.next_cross_start()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Messages completed here (in a partitioned run: those this copy receives).
