@@ -70,6 +70,27 @@ pub(crate) fn check(sim: &Sim) -> Result<(), ScenarioError> {
     Ok(())
 }
 
+/// Builds the copies of `sim`'s world for partitions 1 and up, each on its own thread
+/// (building is a good part of a short run).
+pub(crate) fn build_replicas(sim: &Sim) -> Vec<Sim> {
+    let n = sim.scenario.partitions;
+    let owner = partition::assign(&sim.fabric, n);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (1..n)
+            .map(|k| {
+                let sc = sim.scenario.clone();
+                let owner = &owner;
+                s.spawn(move || {
+                    let mut copy = Sim::build(sc).expect("the scenario was built once already");
+                    copy.make_partition(owner, k);
+                    copy
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("building a partition panicked")).collect()
+    })
+}
+
 /// Runs `sim` (a fresh, unpartitioned copy) partitioned and leaves the merged outcome in
 /// it, as if it had run alone.
 pub(crate) fn run(sim: &mut Sim, progress: &mut dyn FnMut(&Progress) -> bool) -> Ending {
@@ -78,22 +99,7 @@ pub(crate) fn run(sim: &mut Sim, progress: &mut dyn FnMut(&Progress) -> bool) ->
     let stop = sim.stop_time();
     let interval = sim.scenario.output.sample_interval;
     let total = sim.msgs.len();
-    // The other copies are built on their own threads (building is a good part of a
-    // short run), then everything runs in windows.
-    let mut others: Vec<Sim> = std::thread::scope(|s| {
-        let handles: Vec<_> = (1..n)
-            .map(|k| {
-                let sc = sim.scenario.clone();
-                let owner = &owner;
-                s.spawn(move || {
-                    let mut copy = Sim::new(sc).expect("the scenario was built once already");
-                    copy.make_partition(owner, k);
-                    copy
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().expect("building a partition panicked")).collect()
-    });
+    let mut others = std::mem::take(&mut sim.replicas);
     // With no link between partitions any window length is safe.
     let lookahead = sim.make_partition(&owner, 0).unwrap_or(Dur::from_us(100));
     // The partition each crossing goes to: a frame to the far end of its wire, a PFC

@@ -312,6 +312,8 @@ pub struct Sim {
     pub(crate) inbox: Vec<fabricsim_fabric::partition::Remote>,
     /// A sample to take before the next window (partitioned runs).
     pub(crate) sample_due: Option<Time>,
+    /// The copies simulating the other partitions, until a partitioned run absorbs them.
+    pub(crate) replicas: Vec<Sim>,
 }
 
 /// A pcap capture being written.
@@ -323,8 +325,20 @@ struct Pcap {
 }
 
 impl Sim {
-    /// Builds the fabric, the connections and the plan of `scenario`.
+    /// Builds the fabric, the connections and the plan of `scenario` (with
+    /// `partitions > 1`, a copy of the world for each further partition).
     pub fn new(scenario: Scenario) -> Result<Sim, ScenarioError> {
+        let mut sim = Sim::build(scenario)?;
+        if sim.scenario.partitions > 1 {
+            crate::parallel::check(&sim)?;
+            sim.replicas = crate::parallel::build_replicas(&sim);
+        }
+        sim.seed_events();
+        Ok(sim)
+    }
+
+    /// One copy of the world, with no events yet.
+    pub(crate) fn build(scenario: Scenario) -> Result<Sim, ScenarioError> {
         let max_frame = scenario.mtu as u64 + 200;
         let fabric = Fabric::new(&scenario.topology, &scenario.links, scenario.fabric.clone(), max_frame)
             .map_err(|e| ScenarioError::from_message(&e.to_string()))?;
@@ -445,7 +459,7 @@ impl Sim {
         let nics = vec![NicQueues::default(); (fabric.hosts() * nics_per_host) as usize];
         let sampler = Sampler::new(&fabric, scenario.output.sample_interval);
         let deep_prefetch = fabric.ports.len() >= DEEP_PREFETCH_PORTS;
-        let mut sim = Sim {
+        let sim = Sim {
             scenario,
             plan,
             fabric,
@@ -476,11 +490,8 @@ impl Sim {
             started_elsewhere: Vec::new(),
             inbox: Vec::new(),
             sample_due: None,
+            replicas: Vec::new(),
         };
-        if sim.scenario.partitions > 1 {
-            crate::parallel::check(&sim)?;
-        }
-        sim.seed_events();
         Ok(sim)
     }
 
