@@ -144,6 +144,8 @@ pub struct Fabric {
     pub captured: Vec<(Time, PortId, Packet)>,
     /// What crossed to other partitions of a partitioned run (see [`crate::partition`]).
     pub(crate) outbox: Vec<Remote>,
+    /// The earliest arrival in `outbox`.
+    pub(crate) outbox_min: Option<Time>,
     /// Lazy ports whose far end another partition simulates.
     pub(crate) cross_lazy: Vec<PortId>,
     routes: Routes,
@@ -221,6 +223,7 @@ impl Fabric {
             totals: Totals::default(),
             captured: Vec::new(),
             outbox: Vec::new(),
+            outbox_min: None,
             cross_lazy: Vec::new(),
             routes,
             srv6,
@@ -601,6 +604,7 @@ impl Fabric {
         let at = now + port.delay + port.extra_delay;
         if port.cross {
             self.outbox.push(Remote::Pfc { at, port: port.peer, class: class as u8, pause });
+            self.outbox_min = Some(self.outbox_min.map_or(at, |m| m.min(at)));
             return;
         }
         q.push(at, E::from(FabricEvent::Pfc(port.peer, class as u8, pause)));
@@ -656,6 +660,7 @@ impl Fabric {
             // The far end is another partition's: the frame travels through the outbox
             // onto that partition's copy of this wire.
             self.outbox.push(Remote::Frame { at: arrive, port: p, pkt: *self.pool.get(slot) });
+            self.outbox_min = Some(self.outbox_min.map_or(arrive, |m| m.min(arrive)));
             self.pool.free(slot);
             return None;
         }

@@ -137,9 +137,13 @@ impl Fabric {
             .min()
     }
 
-    /// Takes what crossed to other partitions since the last call.
-    pub fn take_outbox(&mut self, out: &mut Vec<Remote>) {
-        out.append(&mut self.outbox);
+    /// Takes what crossed to other partitions since the last call, into `out` (which
+    /// must be empty: the two buffers are swapped, so neither allocates again), and
+    /// returns the earliest arrival among it.
+    pub fn take_outbox(&mut self, out: &mut Vec<Remote>) -> Option<Time> {
+        debug_assert!(out.is_empty());
+        std::mem::swap(out, &mut self.outbox);
+        self.outbox_min.take()
     }
 
     /// Receives `r` from another partition: a frame joins this copy of its wire (in

@@ -150,9 +150,17 @@ pub(crate) fn run(sim: &mut Sim, progress: &mut dyn FnMut(&Progress) -> bool) ->
                         }
                     }
                     for k in 0..all.len() {
-                        all[k].fabric.take_outbox(&mut out);
+                        let Some(first) = all[k].fabric.take_outbox(&mut out) else { continue };
+                        if all.len() == 2 && all[1 - k].inbox.is_empty() {
+                            // Everything goes to the other one: hand the buffer over.
+                            std::mem::swap(&mut out, &mut all[1 - k].inbox);
+                            all[1 - k].inbox_min = Some(first);
+                            continue;
+                        }
                         for r in out.drain(..) {
-                            all[dest(&r)].inbox.push(r);
+                            let to = &mut all[dest(&r)];
+                            to.inbox_min = Some(to.inbox_min.map_or(r.at(), |m| m.min(r.at())));
+                            to.inbox.push(r);
                         }
                     }
                     let received: usize = all.iter().map(|c| c.received()).sum();

@@ -310,6 +310,11 @@ pub struct Sim {
     started_elsewhere: Vec<u32>,
     /// What other partitions sent here, to inject before the next window.
     pub(crate) inbox: Vec<fabricsim_fabric::partition::Remote>,
+    /// The earliest arrival in `inbox`.
+    pub(crate) inbox_min: Option<Time>,
+    /// The next event here when the last window ended (with lazy cross ports' next
+    /// starts), computed by this partition's own thread.
+    next_local: Option<Time>,
     /// A sample to take before the next window (partitioned runs).
     pub(crate) sample_due: Option<Time>,
     /// The copies simulating the other partitions, until a partitioned run absorbs them.
@@ -489,6 +494,8 @@ impl Sim {
             events_absorbed: 0,
             started_elsewhere: Vec::new(),
             inbox: Vec::new(),
+            inbox_min: None,
+            next_local: None,
             sample_due: None,
             replicas: Vec::new(),
         };
@@ -519,6 +526,7 @@ impl Sim {
         let lookahead = self.fabric.set_partition(owner, me);
         self.part = Some((owner.to_vec(), me));
         self.seed_events();
+        self.refresh_next();
         lookahead
     }
 
@@ -607,6 +615,7 @@ impl Sim {
             self.fabric.inject(r, &mut self.q);
         }
         self.inbox.clear();
+        self.inbox_min = None;
         if let Some(t) = self.sample_due.take() {
             self.sample(t);
         }
@@ -616,15 +625,18 @@ impl Sim {
             self.step(now, ev);
         }
         self.fabric.flush_cross(until);
+        self.refresh_next();
+    }
+
+    /// Records when this partition next has something to do (see `next_event`).
+    pub(crate) fn refresh_next(&mut self) {
+        self.next_local = [self.q.peek_time(), self.fabric.next_cross_start()].into_iter().flatten().min();
     }
 
     /// The time of the next event, if any, counting what waits in the inbox and frames
-    /// lazy cross ports will start.
+    /// lazy cross ports will start (as of the last [`refresh_next`](Self::refresh_next)).
     pub(crate) fn next_event(&self) -> Option<Time> {
-        [self.q.peek_time(), self.inbox.iter().map(|r| r.at()).min(), self.fabric.next_cross_start()]
-            .into_iter()
-            .flatten()
-            .min()
+        [self.next_local, self.inbox_min].into_iter().flatten().min()
     }
 
     /// Messages completed here (in a partitioned run: those this copy receives).
