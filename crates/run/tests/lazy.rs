@@ -81,7 +81,7 @@ fn lazy_departures_match_an_event_per_departure_on_a_loaded_lossy_fabric() {
         assert_eq!(r.summary["bytes_delivered"], r.summary["bytes_offered"]);
     }
     // The run is congested enough for every mechanism the lazy path must honour.
-    assert!(te.trims > 100 && te.ecn_marks > 100 && te.link_losses > 0, "{te:?}");
+    assert!(te.trims > 100 && te.ecn_marks > 50 && te.link_losses > 0, "{te:?}");
     // One event per departure fewer: at least a quarter of the events go.
     let (el, ee) = (rl.summary["events"].as_u64().unwrap(), re.summary["events"].as_u64().unwrap());
     assert!((el as f64) < 0.75 * ee as f64, "lazy {el} events vs eager {ee}");

@@ -73,7 +73,7 @@ fn a_partitioned_run_carries_the_same_traffic_as_a_plain_one() {
         assert_eq!(r.summary["flows"]["unfinished"], 0);
         assert_eq!(r.summary["bytes_delivered"], r.summary["bytes_offered"]);
     }
-    assert!(t2.trims > 100 && t2.ecn_marks > 100 && t2.link_losses > 0, "{t2:?}");
+    assert!(t2.trims > 100 && t2.ecn_marks > 50 && t2.link_losses > 0, "{t2:?}");
     assert!(rel(t2.packet_hops as f64, t1.packet_hops as f64) < 0.02, "hops {} vs {}", t2.packet_hops, t1.packet_hops);
     assert!(rel(t2.delivered as f64, t1.delivered as f64) < 0.02);
     assert!(rel(t2.trims as f64, t1.trims as f64) < 0.15, "trims {} vs {}", t2.trims, t1.trims);

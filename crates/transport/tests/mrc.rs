@@ -242,3 +242,45 @@ proptest! {
         prop_assert_eq!(p.acked().len(), 2);
     }
 }
+
+/// Half the paths die in both directions at 20 us, among them the one the receiver's
+/// acknowledgements take. The sender hears nothing and times out; its retransmission
+/// arrives as a duplicate, so the receiver probes two reverse EVs, naming the forward
+/// EV that just reached it; the sender answers on that EV, and the receiver repeats its
+/// latest acknowledgement on the reverse EV the answer proved, instead of leaving the
+/// sender to a second, doubled timeout.
+#[test]
+fn a_dead_reverse_path_is_found_again_and_the_lost_acknowledgement_repeated() {
+    let mut timed_out = 0;
+    for seed in 1..=5 {
+        let mut p = pair(seed);
+        let dead_parity = std::rc::Rc::new(std::cell::Cell::new(None::<u32>));
+        let repeats = std::rc::Rc::new(std::cell::Cell::new(0u32));
+        let (d, r) = (dead_parity.clone(), repeats.clone());
+        let start = Time::ZERO + Dur::from_us(20);
+        p.fate = Box::new(move |side, pkt: &mut Packet, _| {
+            let ev = pkt.net.entropy();
+            // The first acknowledgement of data sent after the failure names the
+            // parity of EVs that dies.
+            if side == 1 && d.get().is_none() && pkt.ext.ts >= start.ps() && !pkt.is_data() {
+                d.set(Some(ev & 1));
+            }
+            let lost = d.get() == Some(ev & 1);
+            if !lost && pkt.ext.flags & fabricsim_wire::Ext::F_REPEAT != 0 {
+                r.set(r.get() + 1);
+            }
+            (lost, false)
+        });
+        p.post(Message { seq: 0, len: 400 * 4096, va: 0, rkey: 1 });
+        // (Retired EVs are probed for ever: run for a while rather than to the end.)
+        p.run(Time::ZERO + Dur::from_ms(5));
+        assert_eq!(p.acked().len(), 1, "seed {seed}: the message completes");
+        let timeouts = mrc(&p).stats().timeouts;
+        println!("seed {seed}: {timeouts} timeouts, {} repeated acknowledgements delivered", repeats.get());
+        if timeouts > 0 {
+            timed_out += 1;
+            assert!(repeats.get() >= 1, "seed {seed}: a repeated acknowledgement got through");
+        }
+    }
+    assert!(timed_out >= 2, "the failure must cost timeouts in some runs ({timed_out})");
+}

@@ -255,6 +255,9 @@ impl Aeth {
 ///   loses nothing), `ev` = entropy value the data came on, `ts` = its timestamp
 ///   echoed, `flags` see the `F_*` constants, `port_state` = bit *p* set while the
 ///   sender's NIC port *p* is up (MRC).
+/// * `X_PROBE`/`X_PROBE_REPLY`: `ev` = the entropy value under test, `ts` = the probe's
+///   send time (echoed); a receiver's reverse probe with [`Ext::F_HINT`] names in
+///   `bitmap` the forward entropy value its reply should take.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Ext {
     /// Entropy value (path) of the data packet this refers to.
@@ -283,6 +286,13 @@ impl Ext {
     /// The acknowledged data packet had already arrived (a duplicate): the
     /// retransmission that brought it was spurious.
     pub const F_DUP: u8 = 1 << 3;
+    /// A receiver's reverse probe: `bitmap` holds the entropy value of the latest data
+    /// packet that reached it on this plane, a forward path known to work, for the
+    /// reply.
+    pub const F_HINT: u8 = 1 << 4;
+    /// A repeated acknowledgement (sent again on a reverse path just found to work): it
+    /// gives no round-trip sample.
+    pub const F_REPEAT: u8 = 1 << 5;
 }
 
 /// One packet: headers as data plus a payload length (payload bytes are not stored).

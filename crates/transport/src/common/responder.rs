@@ -41,6 +41,11 @@ pub struct SprayResponder {
     /// Bit `p` set while local NIC port `p` is up.
     ports_up: u8,
     rev_ev: Vec<u32>,
+    /// Per plane, the entropy value of the latest data packet that arrived (0: none).
+    last_data_ev: Vec<u32>,
+    /// The latest acknowledgement while a duplicate says they are being lost (the
+    /// plane it answered, and the packet): repeated once a reverse probe finds a path.
+    unheard_ack: Option<(u8, Packet)>,
     next_rev_probe: Time,
     rng: Rng,
     stats: EndpointStats,
@@ -56,6 +61,8 @@ impl SprayResponder {
             ctrl: vec![VecDeque::new(); planes],
             ports_up: u8::MAX,
             rev_ev,
+            last_data_ev: vec![0; planes],
+            unheard_ack: None,
             next_rev_probe: Time::ZERO,
             rng,
             info,
@@ -123,14 +130,25 @@ impl SprayResponder {
         if self.ports_up & (1 << port) == 0 {
             return;
         }
-        let ev = Self::random_ev(&mut self.rng, port);
-        let mut probe = self.control(opcode::X_PROBE, ev);
-        probe.ext.ev = ev;
-        probe.ext.ts = now.ps();
-        probe.net.src_port = port;
-        probe.ext.port_state = self.ports_up;
-        self.stats.control_sent += 1;
-        self.ctrl[(port - self.info.first_port) as usize].push_back(probe);
+        // A forced probe answers a duplicate: our acknowledgements are being lost on
+        // this plane, and the sender is waiting on a retransmission timeout. Two
+        // random EVs find a working reverse path with twice the odds.
+        for _ in 0..if force_port.is_some() { 2 } else { 1 } {
+            let ev = Self::random_ev(&mut self.rng, port);
+            let mut probe = self.control(opcode::X_PROBE, ev);
+            probe.ext.ev = ev;
+            probe.ext.ts = now.ps();
+            // The reply must reach us too: name a forward path that just did.
+            let hint = self.last_data_ev[(port - self.info.first_port) as usize];
+            if hint != 0 {
+                probe.ext.flags |= Ext::F_HINT;
+                probe.ext.bitmap = hint as u64;
+            }
+            probe.net.src_port = port;
+            probe.ext.port_state = self.ports_up;
+            self.stats.control_sent += 1;
+            self.ctrl[(port - self.info.first_port) as usize].push_back(probe);
+        }
     }
 }
 
@@ -150,6 +168,12 @@ impl Endpoint for SprayResponder {
                 let p = fabricsim_wire::ev_plane(pkt.ext.ev);
                 if p >= self.info.first_port && p < self.info.first_port + self.info.ports {
                     self.rev_ev[(p - self.info.first_port) as usize] = pkt.ext.ev;
+                    // The sender may be waiting on a timeout for an acknowledgement
+                    // that died on the old path: repeat the latest on the new one.
+                    if let Some((port, mut ack)) = self.unheard_ack.take_if(|(port, _)| *port == p) {
+                        ack.ext.flags |= Ext::F_REPEAT;
+                        self.queue(port, ack, 0);
+                    }
                 }
                 return;
             }
@@ -173,6 +197,9 @@ impl Endpoint for SprayResponder {
                 self.queue(port, nack, pkt.ext.ev);
             }
             return;
+        }
+        if let Some(last) = self.last_data_ev.get_mut((port - self.info.first_port) as usize) {
+            *last = pkt.net.entropy();
         }
         let ce = pkt.net.ecn == Ecn::Ce;
         if ce {
@@ -217,6 +244,9 @@ impl Endpoint for SprayResponder {
             bitmap: if self.cfg.sack { self.win.sack_bits(psn) } else { 0 },
             ..Default::default()
         };
+        if self.cfg.reverse_probe.is_some() && (duplicate || self.unheard_ack.is_some()) {
+            self.unheard_ack = Some((port, ack));
+        }
         self.queue(port, ack, pkt.ext.ev);
         self.maybe_probe_reverse(now, None);
     }

@@ -153,6 +153,10 @@ pub struct EvSets {
     backup: Vec<VecDeque<u32>>,
     retired: Vec<u32>,
     log: Vec<PathLog>,
+    /// Per plane, the low bits of its next EV of the first active set.
+    next_bits: Vec<u32>,
+    /// The first sets are being built.
+    building: bool,
     rng: Rng,
 }
 
@@ -171,8 +175,11 @@ impl EvSets {
             backup: vec![VecDeque::new(); n],
             retired: Vec::new(),
             log: Vec::new(),
+            next_bits: Vec::new(),
+            building: true,
             rng,
         };
+        s.next_bits = (0..n).map(|_| s.rng.next_u64() as u32).collect();
         let per_plane = (cfg.active / planes as u32).max(1);
         for p in 0..n {
             for _ in 0..per_plane {
@@ -187,14 +194,28 @@ impl EvSets {
             // started together do not move in lockstep.
             s.rot[p] = s.rng.below(per_plane as u64) as usize;
         }
+        s.building = false;
         s
     }
 
-    /// A new EV for plane index `p` (random bits above the plane), logged in `state`.
+    /// A new EV for plane index `p` (its bits above the plane: consecutive for the first
+    /// active set, random otherwise), logged in `state`.
     fn fresh(&mut self, p: u8, state: EvState, now: Time) -> u32 {
         let plane = self.first_port + p;
         let ev = loop {
-            let ev = fabricsim_wire::ev_with_plane(self.rng.next_u64() as u32, plane);
+            // The first active set takes consecutive values, so that each sender
+            // spreads evenly over the paths (SRv6 reads the EV's low bits digit by
+            // digit, one per tier). Spares and replacements are random: consecutive
+            // spares would move colliding senders in lockstep, each swap flipping the
+            // same digit of both.
+            let bits = if state == EvState::Active && self.building {
+                let b = self.next_bits[p as usize];
+                self.next_bits[p as usize] = b.wrapping_add(1);
+                b
+            } else {
+                self.rng.next_u64() as u32
+            };
+            let ev = fabricsim_wire::ev_with_plane(bits, plane);
             if self.map.get(ev).is_none() {
                 break ev;
             }
@@ -647,9 +668,27 @@ mod tests {
     }
 
     #[test]
+    fn the_first_active_set_spreads_evenly_over_paths_and_spares_do_not_follow_it() {
+        // SRv6 picks the uplink from the EV's low digits (here 4 uplinks): every
+        // sender's first set covers them equally; its spares are random.
+        let s = sets();
+        for p in 0..4u8 {
+            let mut per_uplink = [0; 4];
+            for ev in s.active(p) {
+                per_uplink[(ev % 4) as usize] += 1;
+            }
+            assert_eq!(per_uplink, [1, 1, 1, 1], "plane {p}");
+        }
+        let spares: Vec<u32> = s.backup[0].iter().map(|&i| s.entries[i as usize].ev).collect();
+        assert!(spares.windows(2).any(|w| w[1] != w[0].wrapping_add(1)), "{spares:?}");
+    }
+
+    #[test]
     fn an_ecn_echo_makes_an_ev_sit_out_one_rotation() {
         let mut s = sets();
         let x = s.active(0)[1];
+        // The rotation starts just after x, so x's turn comes last in the round.
+        s.rot[0] = 2;
         s.on_ecn(x, Time::ZERO);
         assert_eq!(s.state(x), Some(EvState::Avoided));
         let mut log = Vec::new();

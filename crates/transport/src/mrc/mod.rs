@@ -213,7 +213,9 @@ impl MrcSender {
             self.buf.ack(e.ack_psn - 1 - i);
         }
         if news {
-            self.rtt.sample(now.since(Time(e.ts)));
+            if e.flags & Ext::F_REPEAT == 0 {
+                self.rtt.sample(now.since(Time(e.ts)));
+            }
             self.cc.on_ack(self.info.mtu as f64);
             if e.flags & Ext::F_ECE != 0 {
                 self.evs.on_ecn(e.ev, now);
@@ -264,7 +266,12 @@ impl Endpoint for MrcSender {
                 let p = fabricsim_wire::ev_plane(pkt.ext.ev);
                 let i = p.wrapping_sub(self.info.first_port);
                 if (i as usize) < self.ctrl.len() {
-                    if let Some(ev) = self.evs.any_active(i) {
+                    // On the forward path the receiver saw working, if it names one
+                    // of this plane (while our EV set may still hold dead paths).
+                    let hint = (pkt.ext.flags & Ext::F_HINT != 0)
+                        .then_some(pkt.ext.bitmap as u32)
+                        .filter(|&h| fabricsim_wire::ev_plane(h) == p);
+                    if let Some(ev) = hint.or_else(|| self.evs.any_active(i)) {
                         let mut reply = self.control(opcode::X_PROBE_REPLY, ev);
                         reply.ext = Ext { ev: pkt.ext.ev, ts: pkt.ext.ts, ..Default::default() };
                         self.stats.control_sent += 1;
