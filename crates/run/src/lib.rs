@@ -7,6 +7,7 @@
 //! * [`factory`]: endpoints for a connection from the scenario's transport.
 //! * [`ideal`]: the ideal completion time of a message on an empty fabric.
 //! * [`sim`]: the wired world and its run loop ([`Sim`]).
+//! * [`parallel`]: partitioned runs, the world split over threads in lookahead windows.
 //! * [`metrics`], [`results`](mod@results): flow, port and collective tables and the summary.
 //!
 //! [`run`] is the one-call entry point the Python binding uses.
