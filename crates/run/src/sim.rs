@@ -741,11 +741,12 @@ impl Sim {
 
     /// Ends a partitioned run at `end`: the last sample, and the end time.
     pub(crate) fn finish_partitioned(&mut self, ending: Ending, end: Time) {
+        // Whole again: the last sample drains every endpoint's log.
+        self.part = None;
         if ending != Ending::Stalled {
             self.sample(end);
         }
         self.end = Some(end);
-        self.part = None;
     }
 
     /// Records the interval ending at `now`: port counters, each connection's

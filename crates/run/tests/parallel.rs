@@ -102,6 +102,13 @@ fn a_partitioned_run_carries_the_same_traffic_as_a_plain_one() {
     let delivered: u64 = col_u64(&r2.throughput, "bytes").iter().sum();
     assert_eq!(delivered, r2.summary["bytes_delivered"].as_u64().unwrap());
     assert_eq!(r2.ev_states.rows() > 0, r1.ev_states.rows() > 0);
+    // Every partition's EV log made it into the merged one, sampled or not.
+    let quiet = BUSY.replace("sample_interval = \"3us\"", "sample_interval = \"0us\"");
+    for (r, toml) in [(&r2, BUSY), (&run_parts(&quiet, 2).1, quiet.as_str())] {
+        let plain = run_parts(toml, 1).1;
+        let (a, b) = (r.ev_states.rows() as f64, plain.ev_states.rows() as f64);
+        assert!(rel(a, b) < 0.1, "EV log rows {a} partitioned vs {b}");
+    }
 }
 
 #[test]
