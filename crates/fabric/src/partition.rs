@@ -165,12 +165,16 @@ impl Fabric {
     }
 
     /// Takes over from `other` (another partition's copy) the state of the nodes it
-    /// owned (`mine(node)` false): their ports and buffers. Counters are summed.
+    /// owned (`theirs(node)`): their ports and buffers. Counters are summed, including
+    /// the drops a copy counted on a port it did not own (a frame reaching it across
+    /// the cut after the cable went down).
     pub fn absorb(&mut self, other: &mut Fabric, theirs: impl Fn(u32) -> bool) {
         for (p, port) in other.ports.iter_mut().enumerate() {
             if theirs(port.node) {
                 std::mem::swap(&mut self.ports[p], port);
             }
+            self.ports[p].stats.drops += port.stats.drops;
+            port.stats.drops = 0;
         }
         for (i, node) in other.nodes.iter_mut().enumerate() {
             if theirs(i as u32) {

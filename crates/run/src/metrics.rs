@@ -65,11 +65,19 @@ impl Sampler {
 
     /// Records the interval ending at `now` and restarts the ports' queue maxima.
     pub fn sample(&mut self, now: Time, fabric: &mut Fabric) {
+        self.sample_ports(now, fabric, |_| true);
+    }
+
+    /// [`sample`](Self::sample) of the ports `keep` accepts (a partition's own).
+    pub fn sample_ports(&mut self, now: Time, fabric: &mut Fabric, keep: impl Fn(&fabricsim_fabric::Port) -> bool) {
         if !self.enabled() || now <= self.last {
             return;
         }
         let dt = now.since(self.last);
         for (i, port) in fabric.ports.iter_mut().enumerate() {
+            if !keep(port) {
+                continue;
+            }
             let cur = Snap { stats: port.stats, paused_ps: port.paused_ps_at(now) };
             let prev = self.prev[i];
             let tx = cur.stats.tx_bytes - prev.stats.tx_bytes;

@@ -125,15 +125,19 @@ pub(crate) fn run(sim: &mut Sim, progress: &mut dyn FnMut(&Progress) -> bool) ->
         std::thread::scope(|s| {
             for cell in &cells[1..] {
                 let (start, done, until, quit) = (&start, &done, &until, &quit);
-                s.spawn(move || loop {
-                    start.wait();
-                    if quit.load(Ordering::Acquire) {
-                        break;
+                s.spawn(move || {
+                    let _guard = PoisonOnPanic([start, done]);
+                    loop {
+                        start.wait();
+                        if quit.load(Ordering::Acquire) {
+                            break;
+                        }
+                        cell.lock().expect("partition lock").run_window(Time(until.load(Ordering::Acquire)));
+                        done.wait();
                     }
-                    cell.lock().expect("partition lock").run_window(Time(until.load(Ordering::Acquire)));
-                    done.wait();
                 });
             }
+            let _guard = PoisonOnPanic([&start, &done]);
             let mut next_sample = if interval > Dur::ZERO { Time::ZERO + interval } else { Time::MAX };
             let mut out: Vec<Remote> = Vec::new();
             let mut windows = 0u64;
@@ -173,6 +177,18 @@ pub(crate) fn run(sim: &mut Sim, progress: &mut dyn FnMut(&Progress) -> bool) ->
                         break (Ending::Stalled, now);
                     };
                     if next > stop {
+                        // The samples up to the stop time, as a plain run takes them.
+                        for c in all.iter_mut() {
+                            if let Some(t) = c.sample_due.take() {
+                                c.sample(t);
+                            }
+                        }
+                        while next_sample <= stop {
+                            for c in all.iter_mut() {
+                                c.sample(next_sample);
+                            }
+                            next_sample += interval;
+                        }
                         break (Ending::StopTime, stop);
                     }
                     // Samples due before the next event: all but the last are taken now
@@ -229,19 +245,40 @@ fn merged_progress(all: &[std::sync::MutexGuard<'_, &mut Sim>]) -> Progress {
 }
 
 /// A barrier that spins, then yields: windows last about a millisecond, and waking a
-/// sleeping thread (a futex) costs a good part of that on a virtual machine.
+/// sleeping thread (a futex) costs a good part of that on a virtual machine. A thread
+/// that panics poisons it ([`PoisonOnPanic`]), and the others then panic in `wait`
+/// instead of waiting for ever.
 struct SpinBarrier {
     n: usize,
     arrived: AtomicUsize,
     generation: AtomicUsize,
+    poisoned: AtomicBool,
+}
+
+/// Poisons the barriers if its thread unwinds.
+struct PoisonOnPanic<'a>([&'a SpinBarrier; 2]);
+
+impl Drop for PoisonOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            for b in self.0 {
+                b.poisoned.store(true, Ordering::Release);
+            }
+        }
+    }
 }
 
 impl SpinBarrier {
     fn new(n: usize) -> SpinBarrier {
-        SpinBarrier { n, arrived: AtomicUsize::new(0), generation: AtomicUsize::new(0) }
+        SpinBarrier { n, arrived: AtomicUsize::new(0), generation: AtomicUsize::new(0), poisoned: AtomicBool::new(false) }
+    }
+
+    fn check(&self) {
+        assert!(!self.poisoned.load(Ordering::Acquire), "another partition's thread panicked");
     }
 
     fn wait(&self) {
+        self.check();
         let g = self.generation.load(Ordering::Acquire);
         if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.n {
             self.arrived.store(0, Ordering::Relaxed);
@@ -250,6 +287,7 @@ impl SpinBarrier {
         }
         let mut spins = 0u32;
         while self.generation.load(Ordering::Acquire) == g {
+            self.check();
             if spins < 1 << 16 {
                 spins += 1;
                 std::hint::spin_loop();
@@ -265,6 +303,23 @@ impl SpinBarrier {
 mod tests {
     use super::*;
     use crate::Scenario;
+
+    #[test]
+    fn a_panicking_partition_does_not_leave_the_others_waiting() {
+        let b = [SpinBarrier::new(2), SpinBarrier::new(2)];
+        let (panicked, waiter) = std::thread::scope(|s| {
+            let p = s.spawn(|| {
+                let _g = PoisonOnPanic([&b[0], &b[1]]);
+                panic!("a partition fails");
+            });
+            let w = s.spawn(|| {
+                let _g = PoisonOnPanic([&b[0], &b[1]]);
+                b[0].wait();
+            });
+            (p.join().is_err(), w.join().is_err())
+        });
+        assert!(panicked && waiter, "the waiting thread gives up instead of spinning for ever");
+    }
 
     #[test]
     fn a_release_across_partitions_is_refused() {

@@ -289,6 +289,8 @@ pub struct Sim {
     pub failed_conns: u64,
     /// When the run ended.
     end: Option<Time>,
+    /// How the run ended.
+    ending: Option<Ending>,
     faults: Vec<Fault>,
     /// What happened, when.
     pub fault_log: Vec<FaultRecord>,
@@ -482,6 +484,7 @@ impl Sim {
             misdelivered: 0,
             failed_conns: 0,
             end: None,
+            ending: None,
             faults,
             fault_log: Vec::new(),
             host_eps,
@@ -570,6 +573,16 @@ impl Sim {
     /// cancels the run (the result then covers what was simulated). A scenario with
     /// `partitions > 1` runs on that many threads (see [`crate::parallel`]).
     pub fn run(&mut self, progress: &mut dyn FnMut(&Progress) -> bool) -> Ending {
+        if let Some(ending) = self.ending {
+            // A run that ended stays ended.
+            return ending;
+        }
+        let ending = self.run_to_end(progress);
+        self.ending = Some(ending);
+        ending
+    }
+
+    fn run_to_end(&mut self, progress: &mut dyn FnMut(&Progress) -> bool) -> Ending {
         if self.msgs.is_empty() {
             return Ending::AllFinished;
         }
@@ -730,9 +743,13 @@ impl Sim {
         }
         self.last_sample = self.last_sample.max(other.last_sample);
         self.ev_log.append(&mut other.ev_log);
-        // Each partition logged in time order; the merged log is too (stable: a
-        // partition's simultaneous entries keep their order, lower partitions first).
-        self.ev_log.sort_by_key(|(conn, l)| (l.time, *conn));
+        for (c, conn) in self.plan.conns.iter().enumerate() {
+            if theirs(conn.src) {
+                // Which message each of its sequence numbers carries (for the
+                // retransmissions of messages not yet acknowledged).
+                std::mem::swap(&mut self.conns[c].msgs, &mut other.conns[c].msgs);
+            }
+        }
         self.received += other.received;
         self.misdelivered += other.misdelivered;
         self.failed_conns += other.failed_conns;
@@ -747,6 +764,10 @@ impl Sim {
             self.sample(end);
         }
         self.end = Some(end);
+        // The partitions may have run up to one lookahead past the end; the merged
+        // log is in time order (stable: simultaneous entries by connection).
+        self.ev_log.retain(|(_, l)| l.time <= end);
+        self.ev_log.sort_by_key(|(conn, l)| (l.time, *conn));
     }
 
     /// Records the interval ending at `now`: port counters, each connection's
@@ -754,7 +775,12 @@ impl Sim {
     pub(crate) fn sample(&mut self, now: Time) {
         // Lazy switch ports catch up, so counters and queues read as of now.
         self.fabric.settle(now);
-        self.sampler.sample(now, &mut self.fabric);
+        match &self.part {
+            // A partition samples the ports it owns (its copies of the others' may
+            // count drops of frames that crossed to it; they are merged at the end).
+            Some((owner, me)) => self.sampler.sample_ports(now, &mut self.fabric, |p| owner[p.node as usize] == *me),
+            None => self.sampler.sample(now, &mut self.fabric),
+        }
         for (i, ep) in self.eps.iter_mut().enumerate() {
             let host = self.meta[i].host;
             if self.part.as_ref().is_some_and(|(owner, me)| owner[host as usize] != *me) {

@@ -22,8 +22,9 @@ fn rel(a: f64, b: f64) -> f64 {
 }
 
 /// A loaded lossy k=4 fat-tree (hosts 0-7 in one partition, 8-15 in the other): a
-/// permutation, an incast from both halves into host 1, a cable failing and
-/// recovering and random loss on cables between the halves, and port sampling.
+/// permutation, an incast from both halves into host 1, two cables failing and
+/// recovering (one inside a partition, `core[0].down[2]` between them) and random loss
+/// on a cable between the halves, and port sampling.
 const BUSY: &str = r#"
 seed = 11
 [topology]
@@ -58,6 +59,14 @@ at = "9us"
 kind = "link_loss"
 link = "core[3].down[0]"
 loss = 0.02
+[[faults]]
+at = "12us"
+kind = "link_down"
+link = "core[0].down[2]"
+[[faults]]
+at = "25us"
+kind = "link_up"
+link = "core[0].down[2]"
 [output]
 sample_interval = "3us"
 "#;
@@ -82,13 +91,19 @@ fn a_partitioned_run_carries_the_same_traffic_as_a_plain_one() {
     println!("mean FCT {:.0} vs {:.0}", mean(&f1), mean(&f2));
     assert!(rel(mean(&f2), mean(&f1)) < 0.05);
     // Each fault happened once (every partition applies it to its own copy, one logs).
-    assert_eq!(r2.faults.rows(), 3);
+    assert_eq!(r2.faults.rows(), 5);
     assert_eq!(r2.faults, r1.faults);
     // The merged port series adds up to the merged ports' totals, and no port is
     // sampled twice at one time.
     let sampled: u64 = col_u64(&r2.ports, "tx_bytes").iter().sum();
     let total: u64 = two.fabric.ports.iter().map(|p| p.stats.tx_bytes).sum();
     assert_eq!(sampled, total);
+    // Every drop is on one port, also a frame that crossed the cut onto a dead cable.
+    for (sim, r) in [(&one, &r1), (&two, &r2)] {
+        let port_drops: u64 = sim.fabric.ports.iter().map(|p| p.stats.drops).sum();
+        assert_eq!(port_drops, sim.fabric.totals.drops());
+        assert_eq!(col_u64(&r.ports, "drops").iter().sum::<u64>(), port_drops);
+    }
     let ports = match r2.ports.get("port_id") {
         Some(fabricsim_run::Column::U32(v)) => v.clone(),
         other => panic!("port_id: {other:?}"),
@@ -212,4 +227,28 @@ fn bad_partition_settings_are_refused() {
     let mut sim = Sim::new(scenario(&format!("partitions = 2\n{base}"))).unwrap();
     let err = sim.capture("edge[0]", &std::env::temp_dir().join("fabricsim-part.pcap"), 64).unwrap_err().to_string();
     assert!(err.contains("pcap") && err.contains("partitions = 2"), "{err}");
+}
+
+#[test]
+fn a_partitioned_run_stopped_early_reports_like_a_plain_one() {
+    // Stopped mid-run: unfinished flows' retransmissions (booked by whichever
+    // partition sends them) and the samples up to the stop time.
+    let stopped = format!("stop = \"40us\"\n{BUSY}");
+    let (_, r1) = run_parts(&stopped, 1);
+    let (_, r2) = run_parts(&stopped, 2);
+    assert_eq!(r2.summary["ending"], "stop_time");
+    assert!(r2.summary["flows"]["unfinished"].as_u64().unwrap() > 0);
+    let retx = |r: &RunResult| col_u64(&r.flows, "retransmitted_packets").iter().sum::<u64>() as f64;
+    println!("retransmissions {} vs {}", retx(&r1), retx(&r2));
+    assert!(retx(&r1) > 0.0 && rel(retx(&r2), retx(&r1)) < 0.3, "{} vs {}", retx(&r2), retx(&r1));
+    // Every resent packet is charged to its message, acknowledged or not.
+    for r in [&r1, &r2] {
+        assert_eq!(retx(r), r.summary["retransmitted_packets"].as_u64().unwrap() as f64);
+    }
+    let times = |r: &RunResult| {
+        let mut t = col_u64(&r.ports, "time_ns");
+        t.dedup();
+        t
+    };
+    assert_eq!(times(&r1), times(&r2), "samples at the same times, up to the stop");
 }
