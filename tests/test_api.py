@@ -80,6 +80,11 @@ def test_bad_arguments_are_scenario_errors(tmp_path):
         fabricsim.run(tmp_path / "missing.toml")
     with pytest.raises(fabricsim.ScenarioError, match="seed: expected an integer"):
         fabricsim.run(SMALL, seed=-1)
+    for bad in (0, 9, "2", True):
+        with pytest.raises(fabricsim.ScenarioError, match="partitions: expected an integer between 1 and 8"):
+            fabricsim.run(SMALL, partitions=bad)
+    with pytest.raises(fabricsim.ScenarioError, match="pcap: capture needs one partition"):
+        fabricsim.run(SMALL, partitions=2, pcap="host[0]")
     with pytest.raises(fabricsim.ScenarioError, match="expected a file path, TOML text or a dict"):
         fabricsim.run(42)
     with pytest.raises(fabricsim.ScenarioError, match="topology: is required"):

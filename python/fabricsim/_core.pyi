@@ -10,7 +10,8 @@ class ScenarioError(ValueError):
 Column = Union[Tuple[str, bytes], List[str]]
 
 def run(text: str, format: str = "toml", seed: Optional[int] = None, progress: bool = False,
-        pcap: Optional[str] = None, pcap_path: Optional[str] = None, pcap_snap: int = 128) -> Dict[str, Any]:
+        pcap: Optional[str] = None, pcap_path: Optional[str] = None, pcap_snap: int = 128,
+        partitions: Optional[int] = None) -> Dict[str, Any]:
     """Run a scenario; returns the result tables as typed column buffers."""
 
 def validate(text: str, format: str = "toml") -> Dict[str, Any]:

@@ -46,10 +46,12 @@ def load(scenario: ScenarioLike) -> Tuple[str, str, Optional[Path]]:
 
 
 def run(scenario: ScenarioLike, *, seed: Optional[int] = None, progress: bool = False,
-        pcap: Optional[str] = None, pcap_snap: int = 128) -> Result:
+        pcap: Optional[str] = None, pcap_snap: int = 128, partitions: Optional[int] = None) -> Result:
     """Runs a scenario and returns its :class:`Result`.
 
-    ``seed`` overrides the scenario's seed; ``progress`` draws a progress line on stderr.
+    ``seed`` overrides the scenario's seed, ``partitions`` its number of partitions (1 to
+    8, simulated on as many threads; results depend on it, as on the seed); ``progress``
+    draws a progress line on stderr.
     ``pcap`` (comma-separated port, host or switch names, e.g. ``"leaf[0].up[1],host[3]"``)
     captures the frames crossing those cables, both directions, with payloads cut to
     ``pcap_snap`` bytes; the file is ``Result.pcap`` and ``Result.save`` moves it into
@@ -57,6 +59,8 @@ def run(scenario: ScenarioLike, *, seed: Optional[int] = None, progress: bool = 
     """
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0 or seed >= 2**63):
         raise ScenarioError(f"seed: expected an integer between 0 and 2^63-1, got {seed!r}")
+    if partitions is not None and (not isinstance(partitions, int) or isinstance(partitions, bool) or not 1 <= partitions <= 8):
+        raise ScenarioError(f"partitions: expected an integer between 1 and 8, got {partitions!r}")
     if not isinstance(pcap_snap, int) or isinstance(pcap_snap, bool) or not 0 <= pcap_snap <= 65535:
         raise ScenarioError(f"pcap_snap: expected an integer between 0 and 65535, got {pcap_snap!r}")
     text, fmt, path = load(scenario)
@@ -66,7 +70,7 @@ def run(scenario: ScenarioLike, *, seed: Optional[int] = None, progress: bool = 
         os.close(fd)
         capture = Path(name)
     try:
-        raw = _core.run(text, fmt, seed, progress, pcap, None if capture is None else str(capture), pcap_snap)
+        raw = _core.run(text, fmt, seed, progress, pcap, None if capture is None else str(capture), pcap_snap, partitions)
     except BaseException:
         if capture is not None:
             capture.unlink(missing_ok=True)

@@ -83,7 +83,8 @@ def _cmd_run(a: argparse.Namespace) -> int:
         return _fail(f"--out: {a.out} already exists and is not empty; choose a new folder")
     try:
         text, _, _ = load(scenario)
-        result = run(scenario, seed=a.seed, progress=not a.quiet and sys.stderr.isatty(), pcap=a.pcap, pcap_snap=a.pcap_snap)
+        result = run(scenario, seed=a.seed, progress=not a.quiet and sys.stderr.isatty(), pcap=a.pcap, pcap_snap=a.pcap_snap,
+                     partitions=a.partitions)
     except ScenarioError as e:
         return _fail(f"{scenario}: {e}")
     out = a.out or _default_out(result.summary["name"])
@@ -171,6 +172,8 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run a scenario (default: the bundled one) and write its results")
     r.add_argument("scenario", nargs="?", help="scenario TOML file (default: the bundled default scenario)")
     r.add_argument("--seed", type=_seed, help="override the scenario's seed")
+    r.add_argument("--partitions", type=_partitions, metavar="N",
+                   help="override the scenario's partitions: simulate on N threads (1-8; results depend on N)")
     r.add_argument("--out", type=Path, help="output folder (default: a new folder under ./fabricsim-out/)")
     r.add_argument("--quiet", action="store_true", help="no progress line and no summary table")
     r.add_argument("--no-plots", action="store_true", help="do not draw the PNG plots")
@@ -194,6 +197,16 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--quiet", action="store_true", help="print only the table")
     b.set_defaults(func=_cmd_bench)
     return p
+
+
+def _partitions(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer between 1 and 8, got {text!r}") from None
+    if not 1 <= v <= 8:
+        raise argparse.ArgumentTypeError(f"expected an integer between 1 and 8, got {text!r}")
+    return v
 
 
 def _seed(text: str) -> int:

@@ -46,6 +46,15 @@ fn parse(text: &str, format: &str, seed: Option<u64>) -> PyResult<Scenario> {
     })
 }
 
+/// [`parse`], then `partitions` (if given) overrides the scenario's.
+fn parse_run(text: &str, format: &str, seed: Option<u64>, partitions: Option<u8>) -> PyResult<Scenario> {
+    let sc = parse(text, format, seed)?;
+    match partitions {
+        Some(n) => sc.with_partitions(n).map_err(to_py),
+        None => Ok(sc),
+    }
+}
+
 fn column<'py>(py: Python<'py>, col: &Column) -> PyResult<Bound<'py, PyAny>> {
     fn bytes<'p, T: Copy>(py: Python<'p>, v: &[T]) -> Bound<'p, PyBytes> {
         // Plain little-endian numbers (every supported platform); numpy reads them
@@ -118,12 +127,12 @@ fn draw(p: &Progress, wall: f64, done: bool) {
 
 /// Runs a scenario and returns its result tables.
 ///
-/// `text` is the scenario in `format` ("toml" or "json"); `seed` overrides its seed;
-/// `progress` draws a progress line on stderr. `pcap` (comma-separated port, host or
+/// `text` is the scenario in `format` ("toml" or "json"); `seed` and `partitions`
+/// override its own; `progress` draws a progress line on stderr. `pcap` (comma-separated port, host or
 /// switch names) captures the frames crossing those cables into the file `pcap_path`,
 /// payloads cut to `pcap_snap` bytes.
 #[pyfunction]
-#[pyo3(signature = (text, format = "toml", seed = None, progress = false, pcap = None, pcap_path = None, pcap_snap = 128))]
+#[pyo3(signature = (text, format = "toml", seed = None, progress = false, pcap = None, pcap_path = None, pcap_snap = 128, partitions = None))]
 #[allow(clippy::too_many_arguments)]
 fn run<'py>(
     py: Python<'py>,
@@ -134,8 +143,9 @@ fn run<'py>(
     pcap: Option<String>,
     pcap_path: Option<std::path::PathBuf>,
     pcap_snap: u32,
+    partitions: Option<u8>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let sc = parse(text, format, seed)?;
+    let sc = parse_run(text, format, seed, partitions)?;
     if pcap.is_some() != pcap_path.is_some() {
         return Err(ScenarioError::new_err("pcap: give both the capture spec and the file to write"));
     }

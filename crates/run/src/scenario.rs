@@ -145,6 +145,22 @@ impl Scenario {
     }
 
     /// The same scenario under another seed (every random stream changes).
+    /// The same scenario in `n` partitions (see [`crate::parallel`]); `n` must be in
+    /// 1 ..= 8. The echoed document records the override.
+    pub fn with_partitions(mut self, n: u8) -> Result<Scenario, ScenarioError> {
+        if !(1..=crate::parallel::MAX_PARTITIONS).contains(&n) {
+            return Err(ScenarioError::new(
+                "partitions",
+                format!("expected an integer between 1 and {}, got {n}", crate::parallel::MAX_PARTITIONS),
+            ));
+        }
+        self.partitions = n;
+        if let serde_json::Value::Object(o) = &mut self.document {
+            o.insert("partitions".into(), n.into());
+        }
+        Ok(self)
+    }
+
     pub fn with_seed(mut self, seed: u64) -> Scenario {
         self.seed = seed;
         self.fabric.seed = seed;
