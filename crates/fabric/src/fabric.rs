@@ -981,8 +981,12 @@ impl Fabric {
     /// Takes the cable at port `p` down or up. A dead cable loses every frame on it,
     /// and PFC state across it is forgotten (no RESUME will ever cross it).
     pub fn set_cable_up(&mut self, p: PortId, up: bool, now: Time) {
+        // Both ends catch up first: a frame started before `now` started on a live link
+        // (the two ends' states must agree whenever a frame starts).
         for q in self.cable(p) {
             self.settle_port(q, now);
+        }
+        for q in self.cable(p) {
             let port = &mut self.ports[q as usize];
             port.up = up;
             if !up {

@@ -83,13 +83,25 @@ fn a_partitioned_run_carries_the_same_traffic_as_a_plain_one() {
         assert_eq!(r.summary["bytes_delivered"], r.summary["bytes_offered"]);
     }
     assert!(t2.trims > 100 && t2.ecn_marks > 50 && t2.link_losses > 0, "{t2:?}");
-    assert!(rel(t2.packet_hops as f64, t1.packet_hops as f64) < 0.02, "hops {} vs {}", t2.packet_hops, t1.packet_hops);
-    assert!(rel(t2.delivered as f64, t1.delivered as f64) < 0.02);
-    assert!(rel(t2.trims as f64, t1.trims as f64) < 0.15, "trims {} vs {}", t2.trims, t1.trims);
-    let (f1, f2) = (col_i64(&r1, "fct_ns"), col_i64(&r2, "fct_ns"));
+    // The same traffic, as far as chaos allows: the order of simultaneous events
+    // reshuffles later random choices as another seed would (a run with a few more
+    // timeouts probes its retired EVs for longer: one seed's hops moved 14 % either
+    // way). Over four seeds, hops, deliveries, trims and completion times agree.
     let mean = |v: &[i64]| v.iter().sum::<i64>() as f64 / v.len() as f64;
-    println!("mean FCT {:.0} vs {:.0}", mean(&f1), mean(&f2));
-    assert!(rel(mean(&f2), mean(&f1)) < 0.05);
+    let (mut h, mut d, mut tr, mut fct) = ([0f64; 2], [0f64; 2], [0f64; 2], [0f64; 2]);
+    for seed in 11..15 {
+        for (k, n) in [(0, 1), (1, 2)] {
+            let (sim, r) = run_parts(&BUSY.replace("seed = 11", &format!("seed = {seed}")), n);
+            h[k] += sim.fabric.totals.packet_hops as f64;
+            d[k] += sim.fabric.totals.delivered as f64;
+            tr[k] += sim.fabric.totals.trims as f64;
+            fct[k] += mean(&col_i64(&r, "fct_ns"));
+        }
+    }
+    println!("over 4 seeds: hops {h:?} delivered {d:?} trims {tr:?} mean FCT {fct:?}");
+    assert!(rel(h[1], h[0]) < 0.03 && rel(d[1], d[0]) < 0.03, "hops {h:?}, delivered {d:?}");
+    assert!(rel(tr[1], tr[0]) < 0.1, "trims {tr:?}");
+    assert!(rel(fct[1], fct[0]) < 0.03, "mean FCT {fct:?}");
     // Each fault happened once (every partition applies it to its own copy, one logs).
     assert_eq!(r2.faults.rows(), 5);
     assert_eq!(r2.faults, r1.faults);
@@ -117,12 +129,13 @@ fn a_partitioned_run_carries_the_same_traffic_as_a_plain_one() {
     let delivered: u64 = col_u64(&r2.throughput, "bytes").iter().sum();
     assert_eq!(delivered, r2.summary["bytes_delivered"].as_u64().unwrap());
     assert_eq!(r2.ev_states.rows() > 0, r1.ev_states.rows() > 0);
-    // Every partition's EV log made it into the merged one, sampled or not.
+    // Every partition's EV log made it into the merged one, sampled or not. (Losing
+    // the second partition's halves it; timeouts make the count vary by ~12 %.)
     let quiet = BUSY.replace("sample_interval = \"3us\"", "sample_interval = \"0us\"");
     for (r, toml) in [(&r2, BUSY), (&run_parts(&quiet, 2).1, quiet.as_str())] {
         let plain = run_parts(toml, 1).1;
         let (a, b) = (r.ev_states.rows() as f64, plain.ev_states.rows() as f64);
-        assert!(rel(a, b) < 0.1, "EV log rows {a} partitioned vs {b}");
+        assert!(rel(a, b) < 0.25, "EV log rows {a} partitioned vs {b}");
     }
 }
 

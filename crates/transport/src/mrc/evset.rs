@@ -415,8 +415,20 @@ impl EvSets {
 
     /// Puts the next backup of plane index `p` (or a fresh EV if the pool is empty)
     /// into active position `pos`.
+    /// A spare of plane index `p`, drawn at random (EVs brought back together by probes
+    /// join the spares together: taking them in order would move the active set onto
+    /// their paths in a body).
+    fn take_backup(&mut self, p: usize) -> Option<u32> {
+        let n = self.backup[p].len();
+        if n == 0 {
+            return None;
+        }
+        let k = self.rng.below(n as u64) as usize;
+        self.backup[p].swap_remove_back(k)
+    }
+
     fn replace_active(&mut self, p: usize, pos: usize, now: Time) {
-        let replacement = match self.backup[p].pop_front() {
+        let replacement = match self.take_backup(p) {
             Some(b) => b,
             None => self.fresh(p as u8, EvState::Backup, now),
         };
@@ -435,7 +447,7 @@ impl EvSets {
         }
         let p = e.plane as usize;
         let Some(pos) = self.active[p].iter().position(|&a| a == i as u32) else { return };
-        let Some(b) = self.backup[p].pop_front() else { return };
+        let Some(b) = self.take_backup(p) else { return };
         self.step_down(p, pos, b, now);
     }
 
