@@ -92,8 +92,9 @@ def test_partitions_override_runs_the_scenario_on_two_threads(tmp_path, small_to
     outs = []
     for name in ("a", "b"):
         out = tmp_path / name
-        p = cli("run", str(small_toml), "--out", str(out), "--partitions", "2", "--quiet", "--no-plots")
+        p = cli("run", str(small_toml), "--out", str(out), "--partitions", "2", "--no-plots")
         assert p.returncode == 0, p.stderr
+        assert " on 2 threads " in p.stdout
         outs.append(out)
     s = json.loads((outs[0] / "summary.json").read_text())
     assert s["scenario"]["partitions"] == 2 and s["flows"]["unfinished"] == 0

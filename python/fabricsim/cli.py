@@ -67,7 +67,9 @@ def summary_table(s: dict, out: Optional[Path]) -> str:
         bw = c.get("busbw_gbps")
         rows.append((c["kind"], f"{c['hosts']} hosts, {_fmt_ns(c.get('duration_ns'))}" + (f", bus bandwidth {bw:.1f} Gb/s" if bw else "")))
     if run:
-        rows.append(("speed", f"{s['events']:,} events, {s['packet_hops']:,} packet-hops in {run['wall_seconds']:.2f} s "
+        parts = int((s.get("scenario") or {}).get("partitions", 1))
+        threads = f" on {parts} threads" if parts > 1 else ""
+        rows.append(("speed", f"{s['events']:,} events, {s['packet_hops']:,} packet-hops in {run['wall_seconds']:.2f} s{threads} "
                               f"({(run.get('packet_hops_per_second') or 0) / 1e6:.2f} M hops/s)"))
     if out is not None:
         rows.append(("output", str(out)))
