@@ -767,6 +767,7 @@ impl Sim {
         // The partitions may have run up to one lookahead past the end; the merged
         // log is in time order (stable: simultaneous entries by connection).
         self.ev_log.retain(|(_, l)| l.time <= end);
+        self.fault_log.retain(|f| f.time <= end);
         self.ev_log.sort_by_key(|(conn, l)| (l.time, *conn));
     }
 

@@ -171,6 +171,12 @@ fn a_lone_flow_across_partitions_is_identical_to_a_plain_run() {
     let (t1, t2) = (one.fabric.totals, two.fabric.totals);
     assert!(t2.packet_hops >= t1.packet_hops && t2.packet_hops - t1.packet_hops < 20, "{t1:?} vs {t2:?}");
     assert_eq!(t2.drops(), 0);
+    // A fault due just after the end (inside the last window) did not happen.
+    let end = r1.summary["sim_time_ns"].as_u64().unwrap();
+    let late = format!("{toml}\n[[faults]]\nat = \"{}ns\"\nkind = \"link_down\"\nlink = \"core[0].down[0]\"", end + 300);
+    let (_, l1) = run_parts(&late, 1);
+    let (_, l2) = run_parts(&late, 2);
+    assert_eq!((l1.faults.rows(), l2.faults.rows()), (0, 0));
 }
 
 #[test]
