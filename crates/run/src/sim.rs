@@ -261,6 +261,12 @@ impl ThroughputRows {
     }
 }
 
+/// Whether a copy simulating partition `part` (`None`: all of them) owns `host`.
+#[inline]
+fn owns(part: &Option<(Vec<u8>, u8)>, host: u32) -> bool {
+    part.as_ref().is_none_or(|(owner, me)| owner[host as usize] == *me)
+}
+
 /// A scenario wired up and ready to run.
 pub struct Sim {
     /// The scenario.
@@ -536,7 +542,7 @@ impl Sim {
     /// Whether this copy simulates `host` (every host, unpartitioned).
     #[inline]
     pub(crate) fn owns_host(&self, host: u32) -> bool {
-        self.part.as_ref().is_none_or(|(owner, me)| owner[host as usize] == *me)
+        owns(&self.part, host)
     }
 
     /// Events processed so far.
@@ -783,8 +789,7 @@ impl Sim {
             None => self.sampler.sample(now, &mut self.fabric),
         }
         for (i, ep) in self.eps.iter_mut().enumerate() {
-            let host = self.meta[i].host;
-            if self.part.as_ref().is_some_and(|(owner, me)| owner[host as usize] != *me) {
+            if !owns(&self.part, self.meta[i].host) {
                 continue;
             }
             let mut log = Vec::new();
