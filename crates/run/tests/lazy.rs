@@ -5,43 +5,19 @@
 mod common;
 
 use common::*;
-use fabricsim_run::{results, RunResult, Sim};
+use fabricsim_run::{RunResult, Sim};
 
 /// Runs `toml` with lazy or eager departures.
 fn run_with(toml: &str, eager: bool) -> (Sim, RunResult) {
     let mut sc = scenario(toml);
     sc.fabric.eager_departures = eager;
-    let mut sim = Sim::new(sc).unwrap_or_else(|e| panic!("{e}"));
-    let ending = sim.run(&mut |_| true);
-    let r = results(&sim, ending);
-    (sim, r)
+    run_scenario(sc)
 }
 
-/// A loaded lossy k=4 fat-tree: a permutation and an incast over MRC (trimming, ECN,
-/// drops at the dynamic threshold of a small buffer), with a cable failing and
-/// recovering, a rate degradation and random loss on others while queues are full,
-/// and port sampling in between.
-const BUSY: &str = r#"
-seed = 11
-[topology]
-kind = "fat_tree"
-k = 4
-switch_buffer = "400KB"
-[fabric]
-pfc = false
-trimming = { threshold = "40KB" }
-ecn = { kmin = "10KB", kmax = "60KB", last_hop = false }
-[transport]
-kind = "mrc"
-evs = 32
-[[workload]]
-kind = "permutation"
-size = "400KB"
-[[workload]]
-kind = "incast"
-senders = [4, 5, 6, 8, 9, 10, 12]
-receiver = 1
-size = "200KB"
+/// What happens on [`LOADED_K4_MRC`]: a cable failing and recovering, a rate
+/// degradation and random loss on others while queues are full, and port sampling in
+/// between.
+const BUSY_FAULTS: &str = r#"
 [[faults]]
 at = "6us"
 kind = "link_down"
@@ -64,15 +40,16 @@ loss = 0.02
 sample_interval = "3us"
 "#;
 
-/// Relative difference of `a` from `b`.
-fn rel(a: f64, b: f64) -> f64 {
-    (a - b).abs() / b.abs().max(1.0)
+/// The whole scenario: [`LOADED_K4_MRC`] with these faults.
+fn busy() -> String {
+    format!("{LOADED_K4_MRC}{BUSY_FAULTS}")
 }
+
 
 #[test]
 fn lazy_departures_match_an_event_per_departure_on_a_loaded_lossy_fabric() {
-    let (lazy, rl) = run_with(BUSY, false);
-    let (eager, re) = run_with(BUSY, true);
+    let (lazy, rl) = run_with(&busy(), false);
+    let (eager, re) = run_with(&busy(), true);
     let (tl, te) = (lazy.fabric.totals, eager.fabric.totals);
     println!("lazy  {tl:?} events {}", rl.summary["events"]);
     println!("eager {te:?} events {}", re.summary["events"]);
@@ -99,7 +76,7 @@ fn lazy_departures_match_an_event_per_departure_on_a_loaded_lossy_fabric() {
     let mean = |v: &[i64]| v.iter().sum::<i64>() as f64 / v.len() as f64;
     let max = |v: &[i64]| *v.iter().max().unwrap() as f64;
     println!("mean FCT lazy {:.0} eager {:.0}; max {} vs {}", mean(&fl), mean(&fe), max(&fl), max(&fe));
-    let nudged = BUSY.replace(
+    let nudged = busy().replace(
         "[output]",
         "[[faults]]\nat = \"0us\"\nkind = \"delay\"\nlink = \"edge[0].up[1]\"\ndelay = \"1ns\"\n[output]",
     );

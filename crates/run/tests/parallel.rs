@@ -6,46 +6,20 @@
 mod common;
 
 use common::*;
-use fabricsim_run::{results, RunResult, Scenario, Sim};
+use fabricsim_run::{RunResult, Scenario, Sim};
 
 fn run_parts(toml: &str, partitions: u8) -> (Sim, RunResult) {
     let mut sc = scenario(toml);
     sc.partitions = partitions;
-    let mut sim = Sim::new(sc).unwrap_or_else(|e| panic!("{e}"));
-    let ending = sim.run(&mut |_| true);
-    let r = results(&sim, ending);
-    (sim, r)
+    run_scenario(sc)
 }
 
-fn rel(a: f64, b: f64) -> f64 {
-    (a - b).abs() / b.abs().max(1.0)
-}
 
-/// A loaded lossy k=4 fat-tree (hosts 0-7 in one partition, 8-15 in the other): a
-/// permutation, an incast from both halves into host 1, two cables failing and
-/// recovering (one inside a partition, `core[0].down[2]` between them) and random loss
-/// on a cable between the halves, and port sampling.
-const BUSY: &str = r#"
-seed = 11
-[topology]
-kind = "fat_tree"
-k = 4
-switch_buffer = "400KB"
-[fabric]
-pfc = false
-trimming = { threshold = "40KB" }
-ecn = { kmin = "10KB", kmax = "60KB", last_hop = false }
-[transport]
-kind = "mrc"
-evs = 32
-[[workload]]
-kind = "permutation"
-size = "400KB"
-[[workload]]
-kind = "incast"
-senders = [4, 5, 6, 8, 9, 10, 12]
-receiver = 1
-size = "200KB"
+/// What happens on [`LOADED_K4_MRC`] (hosts 0-7 in one partition, 8-15 in the other,
+/// the incast into host 1 from both halves): two cables failing and recovering (one
+/// inside a partition, `core[0].down[2]` between them), random loss on a cable between
+/// the halves, and port sampling.
+const BUSY_FAULTS: &str = r#"
 [[faults]]
 at = "6us"
 kind = "link_down"
@@ -71,10 +45,15 @@ link = "core[0].down[2]"
 sample_interval = "3us"
 "#;
 
+/// The whole scenario: [`LOADED_K4_MRC`] with these faults.
+fn busy() -> String {
+    format!("{LOADED_K4_MRC}{BUSY_FAULTS}")
+}
+
 #[test]
 fn a_partitioned_run_carries_the_same_traffic_as_a_plain_one() {
-    let (one, r1) = run_parts(BUSY, 1);
-    let (two, r2) = run_parts(BUSY, 2);
+    let (one, r1) = run_parts(&busy(), 1);
+    let (two, r2) = run_parts(&busy(), 2);
     let (t1, t2) = (one.fabric.totals, two.fabric.totals);
     println!("1 partition  {t1:?} events {}", r1.summary["events"]);
     println!("2 partitions {t2:?} events {}", r2.summary["events"]);
@@ -91,7 +70,7 @@ fn a_partitioned_run_carries_the_same_traffic_as_a_plain_one() {
     let (mut h, mut d, mut tr, mut fct) = ([0f64; 2], [0f64; 2], [0f64; 2], [0f64; 2]);
     for seed in 11..15 {
         for (k, n) in [(0, 1), (1, 2)] {
-            let (sim, r) = run_parts(&BUSY.replace("seed = 11", &format!("seed = {seed}")), n);
+            let (sim, r) = run_parts(&busy().replace("seed = 11", &format!("seed = {seed}")), n);
             h[k] += sim.fabric.totals.packet_hops as f64;
             d[k] += sim.fabric.totals.delivered as f64;
             tr[k] += sim.fabric.totals.trims as f64;
@@ -131,8 +110,9 @@ fn a_partitioned_run_carries_the_same_traffic_as_a_plain_one() {
     assert_eq!(r2.ev_states.rows() > 0, r1.ev_states.rows() > 0);
     // Every partition's EV log made it into the merged one, sampled or not. (Losing
     // the second partition's halves it; timeouts make the count vary by ~12 %.)
-    let quiet = BUSY.replace("sample_interval = \"3us\"", "sample_interval = \"0us\"");
-    for (r, toml) in [(&r2, BUSY), (&run_parts(&quiet, 2).1, quiet.as_str())] {
+    let busy = busy();
+    let quiet = busy.replace("sample_interval = \"3us\"", "sample_interval = \"0us\"");
+    for (r, toml) in [(&r2, busy.as_str()), (&run_parts(&quiet, 2).1, quiet.as_str())] {
         let plain = run_parts(toml, 1).1;
         let (a, b) = (r.ev_states.rows() as f64, plain.ev_states.rows() as f64);
         assert!(rel(a, b) < 0.25, "EV log rows {a} partitioned vs {b}");
@@ -141,8 +121,8 @@ fn a_partitioned_run_carries_the_same_traffic_as_a_plain_one() {
 
 #[test]
 fn partitioned_runs_are_deterministic() {
-    let (_, a) = run_parts(BUSY, 2);
-    let (_, b) = run_parts(BUSY, 2);
+    let (_, a) = run_parts(&busy(), 2);
+    let (_, b) = run_parts(&busy(), 2);
     assert_eq!(a.flows, b.flows);
     assert_eq!(a.ports, b.ports);
     assert_eq!(a.paths, b.paths);
@@ -150,8 +130,8 @@ fn partitioned_runs_are_deterministic() {
     assert_eq!(a.throughput, b.throughput);
     assert_eq!(a.summary, b.summary);
     // Three partitions on a machine with fewer cores give one answer too.
-    let (_, c) = run_parts(BUSY, 3);
-    let (_, d) = run_parts(BUSY, 3);
+    let (_, c) = run_parts(&busy(), 3);
+    let (_, d) = run_parts(&busy(), 3);
     assert_eq!(c.flows, d.flows);
     assert_eq!(c.summary, d.summary);
     assert_eq!(c.summary["flows"]["unfinished"], 0);
@@ -252,7 +232,7 @@ fn bad_partition_settings_are_refused() {
 fn a_partitioned_run_stopped_early_reports_like_a_plain_one() {
     // Stopped mid-run: unfinished flows' retransmissions (booked by whichever
     // partition sends them) and the samples up to the stop time.
-    let stopped = format!("stop = \"40us\"\n{BUSY}");
+    let stopped = format!("stop = \"40us\"\n{}", busy());
     let (_, r1) = run_parts(&stopped, 1);
     let (_, r2) = run_parts(&stopped, 2);
     assert_eq!(r2.summary["ending"], "stop_time");

@@ -11,11 +11,47 @@ pub fn scenario(toml: &str) -> Scenario {
 
 /// Runs `toml` and returns the finished simulation and its results.
 pub fn run(toml: &str) -> (Sim, RunResult) {
-    let mut sim = Sim::new(scenario(toml)).unwrap_or_else(|e| panic!("{e}"));
+    run_scenario(scenario(toml))
+}
+
+/// Runs `sc` and returns the finished simulation and its results.
+pub fn run_scenario(sc: Scenario) -> (Sim, RunResult) {
+    let mut sim = Sim::new(sc).unwrap_or_else(|e| panic!("{e}"));
     let ending = sim.run(&mut |_| true);
     let r = results(&sim, ending);
     (sim, r)
 }
+
+/// Relative difference of `a` from `b`.
+pub fn rel(a: f64, b: f64) -> f64 {
+    (a - b).abs() / b.abs().max(1.0)
+}
+
+/// A loaded lossy k=4 fat-tree without its faults and output: a permutation and a 7:1
+/// incast over MRC (trimming, ECN, drops at the dynamic threshold of a small buffer).
+/// Tests append their `[[faults]]` and `[output]`.
+pub const LOADED_K4_MRC: &str = r#"
+seed = 11
+[topology]
+kind = "fat_tree"
+k = 4
+switch_buffer = "400KB"
+[fabric]
+pfc = false
+trimming = { threshold = "40KB" }
+ecn = { kmin = "10KB", kmax = "60KB", last_hop = false }
+[transport]
+kind = "mrc"
+evs = 32
+[[workload]]
+kind = "permutation"
+size = "400KB"
+[[workload]]
+kind = "incast"
+senders = [4, 5, 6, 8, 9, 10, 12]
+receiver = 1
+size = "200KB"
+"#;
 
 pub fn col_i64(r: &RunResult, name: &str) -> Vec<i64> {
     match r.flows.get(name) {
