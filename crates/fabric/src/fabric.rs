@@ -641,6 +641,7 @@ impl Fabric {
         port.busy_until = now + ser;
         port.stats.tx_pkts += 1;
         port.stats.tx_bytes += wire as u64;
+        port.stats.busy_ps = port.stats.busy_ps.saturating_add(ser.ps());
         self.totals.packet_hops += 1;
         // `lossy` only skips the loss fields when both are unset; the draws are as
         // before, so runs with loss keep their random streams.

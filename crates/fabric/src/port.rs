@@ -68,6 +68,9 @@ pub struct PortStats {
     pub pauses_sent: u64,
     /// Picoseconds the data class of this port spent paused.
     pub paused_ps: u64,
+    /// Picoseconds of serialization of the frames put on the wire (the last one's
+    /// counted whole from its start; see [`Port::busy_ps_at`]).
+    pub busy_ps: u64,
 }
 
 /// One egress port and the link direction it transmits on.
@@ -206,6 +209,13 @@ impl Port {
     /// The earliest time a new frame can start.
     pub fn free_at(&self) -> Time {
         self.busy_until
+    }
+
+    /// Picoseconds spent serializing frames up to `now`: the frame on the transmitter
+    /// counts only its part before `now`, so the busy time of an interval never exceeds
+    /// the interval (utilization at most 1).
+    pub fn busy_ps_at(&self, now: Time) -> u64 {
+        self.stats.busy_ps.saturating_sub(self.busy_until.since(now).ps())
     }
 
     /// Picoseconds paused so far, including an ongoing pause up to `now`.

@@ -12,6 +12,22 @@ use serde_json::{json, Value};
 struct Snap {
     stats: PortStats,
     paused_ps: u64,
+    /// Serialization time up to the sample (see `Port::busy_ps_at`).
+    busy_ps: u64,
+}
+
+/// The sampling instant after `last` (on the grid of `interval`) when nothing is
+/// scheduled before `next_event`: the next boundary, or, across an idle stretch, the
+/// last boundary at or before `next_event`. The samples skipped would have found no
+/// port doing anything, and stepping through them one by one made a run whose flows
+/// start late (or whose links are very slow) take forever.
+pub(crate) fn sample_after(last: Time, interval: Dur, next_event: Time) -> Time {
+    let step = last + interval;
+    if next_event <= step {
+        return step;
+    }
+    let whole = next_event.since(last).ps() / interval.ps();
+    last + Dur::from_ps(whole * interval.ps())
 }
 
 /// Samples every port each interval, keeping rows only for ports that did something
@@ -78,7 +94,7 @@ impl Sampler {
             if !keep(port) {
                 continue;
             }
-            let cur = Snap { stats: port.stats, paused_ps: port.paused_ps_at(now) };
+            let cur = Snap { stats: port.stats, paused_ps: port.paused_ps_at(now), busy_ps: port.busy_ps_at(now) };
             let prev = self.prev[i];
             let tx = cur.stats.tx_bytes - prev.stats.tx_bytes;
             let q = port.data_queue_bytes();
@@ -92,7 +108,10 @@ impl Sampler {
                 self.time_ns.push(now.as_ns());
                 self.port.push(i as u32);
                 self.tx_bytes.push(tx);
-                self.util.push((tx as f64 * 8.0) / (port.rate.bps() as f64 * dt.as_secs_f64()));
+                // Saturating: a partitioned run's last sample (at the end) finds ports
+                // that went on for up to one lookahead; their busy time then counts
+                // frames started after the end, and may read less than before.
+                self.util.push(cur.busy_ps.saturating_sub(prev.busy_ps) as f64 / dt.ps() as f64);
                 self.queue_bytes.push(q);
                 self.queue_max.push(qmax);
                 self.ecn_marks.push(marks);

@@ -30,6 +30,7 @@
 //! time and every completion time are exact, while counters (events, packet-hops)
 //! include the acknowledgements still in flight for that long.
 
+use crate::metrics::sample_after;
 use crate::sim::{Ending, Progress, Sim};
 use crate::ScenarioError;
 use fabricsim_engine::{Dur, Time};
@@ -187,7 +188,7 @@ pub(crate) fn run(sim: &mut Sim, progress: &mut dyn FnMut(&Progress) -> bool) ->
                             for c in all.iter_mut() {
                                 c.sample(next_sample);
                             }
-                            next_sample += interval;
+                            next_sample = sample_after(next_sample, interval, stop);
                         }
                         break (Ending::StopTime, stop);
                     }
@@ -200,7 +201,7 @@ pub(crate) fn run(sim: &mut Sim, progress: &mut dyn FnMut(&Progress) -> bool) ->
                                 c.sample(t);
                             }
                         }
-                        next_sample += interval;
+                        next_sample = sample_after(next_sample, interval, next);
                     }
                     windows += 1;
                     if windows.is_multiple_of(16) && !progress(&merged_progress(&all)) {

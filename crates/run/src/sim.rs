@@ -17,7 +17,7 @@
 
 use crate::factory;
 use crate::ideal::ideal_fct;
-use crate::metrics::Sampler;
+use crate::metrics::{sample_after, Sampler};
 use crate::scenario::{FaultKind, FaultTarget, Scenario};
 use crate::ScenarioError;
 use fabricsim_engine::{Dur, EventQueue, Rng, Time};
@@ -704,8 +704,8 @@ impl Sim {
             Event::Start(m) => self.start(now, m),
             Event::Sample => {
                 self.sample(now);
-                if !self.q.is_empty() {
-                    self.q.push(now + self.scenario.output.sample_interval, Event::Sample);
+                if let Some(t) = self.q.peek_time() {
+                    self.q.push(sample_after(now, self.scenario.output.sample_interval, t), Event::Sample);
                 }
             }
             Event::Fault(i) => self.apply_fault(now, i as usize),

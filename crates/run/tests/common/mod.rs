@@ -67,6 +67,13 @@ pub fn col_u64(t: &fabricsim_run::Table, name: &str) -> Vec<u64> {
     }
 }
 
+pub fn col_u32(t: &fabricsim_run::Table, name: &str) -> Vec<u32> {
+    match t.get(name) {
+        Some(Column::U32(v)) => v.clone(),
+        other => panic!("{name}: {other:?}"),
+    }
+}
+
 pub fn col_f64(t: &fabricsim_run::Table, name: &str) -> Vec<f64> {
     match t.get(name) {
         Some(Column::F64(v)) => v.clone(),
