@@ -40,11 +40,19 @@ pub fn parse_rate(s: &str) -> Result<Rate, String> {
     })
 }
 
-/// Parses a duration such as `"1us"`.
+/// The longest duration a scenario may give: 10^6 s (about 11.6 days). Virtual time is
+/// 64-bit picoseconds (about 213 days), so starts, offsets and fault times added
+/// together stay far inside it.
+pub const MAX_DURATION: Dur = Dur(1_000_000 * 1_000_000_000_000);
+
+/// Parses a duration such as `"1us"`, at most [`MAX_DURATION`].
 pub fn parse_duration(s: &str) -> Result<Dur, String> {
-    scaled(s, DUR_UNITS)
-        .map(|x| Dur(x.round() as u64))
-        .ok_or_else(|| format!("expected a duration such as \"1us\" (units: ps, ns, us, ms, s), got \"{s}\""))
+    let x = scaled(s, DUR_UNITS)
+        .ok_or_else(|| format!("expected a duration such as \"1us\" (units: ps, ns, us, ms, s), got \"{s}\""))?;
+    if x > MAX_DURATION.ps() as f64 {
+        return Err(format!("must be at most 1000000s (about 11.6 days of simulated time), got \"{s}\""));
+    }
+    Ok(Dur(x.round() as u64))
 }
 
 /// Parses a size such as `"8MB"` (decimal) or `"8MiB"` (binary).
@@ -90,6 +98,9 @@ mod tests {
         assert!(parse_rate("0Gbps").is_err());
         assert!(parse_rate("100").is_err());
         assert!(parse_duration("1 fortnight").is_err());
+        // Sums of a few durations (a start plus an offset) must stay in 64-bit ps.
+        assert_eq!(parse_duration("1000000s").unwrap(), MAX_DURATION);
+        assert!(parse_duration("1000001s").unwrap_err().contains("at most 1000000s"));
         assert!(parse_size("-8MB").is_err());
         assert!(parse_size("8XB").is_err());
         assert!(parse_size("MB").is_err());

@@ -60,6 +60,7 @@ fn error_of(toml: &str) -> String {
 #[case::missing_workload("", "workload: is required")]
 #[case::flow_to_itself("", "workload[0].flows[0].dst: a flow needs two different hosts")]
 #[case::zero_stop("stop = \"0us\"\n", "stop: must be later than 0")]
+#[case::endless_stop("stop = \"2000000s\"\n", "stop: must be at most 1000000s (about 11.6 days of simulated time)")]
 #[case::bad_duration("", "transport.rto: expected a duration such as \"1us\"")]
 #[case::bad_toml("", "not valid TOML")]
 #[case::loss_range("", "fabric.link_loss: must be between 0 and 1, got 1.5")]
