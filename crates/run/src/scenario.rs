@@ -214,7 +214,7 @@ impl Scenario {
         let output = parse_output(top.raw("output").unwrap_or(&empty))?;
         let faults = match top.raw("faults") {
             None => Vec::new(),
-            Some(Value::Array(a)) => a.iter().enumerate().map(|(i, f)| parse_fault(i, f)).collect::<Result<_, _>>()?,
+            Some(Value::Array(a)) => a.iter().enumerate().map(|(i, f)| parse_fault(i, f, stop)).collect::<Result<_, _>>()?,
             Some(_) => return Err(ScenarioError::new("faults", "expected an array of tables ([[faults]])")),
         };
 
@@ -619,7 +619,10 @@ fn parse_workload(i: usize, v: &Value, line: Rate) -> Result<(WorkloadSpec, Opti
     Ok((WorkloadSpec { kind: kind_spec, start }, transport))
 }
 
-fn parse_fault(i: usize, v: &Value) -> Result<FaultSpec, ScenarioError> {
+/// Most toggles one `link_flap` may make (each is an event and a row of the fault log).
+pub const MAX_FLAPS: u64 = 1_000_000;
+
+fn parse_fault(i: usize, v: &Value, stop: Option<Dur>) -> Result<FaultSpec, ScenarioError> {
     let mut r = Reader::new(format!("faults[{i}]"), v)?;
     let at = r.duration("at")?.ok_or_else(|| r.error("at", "is required (a time such as \"200us\")"))?;
     let kind = r.choice("kind", "", schema::FAULT_KINDS)?;
@@ -663,7 +666,27 @@ fn parse_fault(i: usize, v: &Value) -> Result<FaultSpec, ScenarioError> {
                 .filter(|d| *d > Dur::ZERO)
                 .ok_or_else(|| r.error("period", "is required for link_flap (a duration longer than 0)"))?;
             let duty = r.float("duty", 0.5, 0.0, 1.0)?;
+            // Both phases must last, or the cable never really changes state.
+            let down = period.as_secs_f64() * duty;
+            if down < 1e-9 || period.as_secs_f64() - down < 1e-9 {
+                return Err(r.error(
+                    "duty",
+                    format!("period x duty and period x (1 - duty) must each be at least 1ns (got duty {duty} of {period}; for a cable that stays down use link_down)"),
+                ));
+            }
             let until = r.duration("until")?;
+            // A link flapping forever keeps the event queue alive: a run whose flows
+            // cannot finish (a QP that gave up) would never end.
+            let Some(end) = until.or(stop) else {
+                return Err(r.error("until", "is required for link_flap unless the scenario has a stop time"));
+            };
+            let flaps = end.ps().saturating_sub(at.ps()) / period.ps();
+            if flaps > MAX_FLAPS {
+                return Err(r.error(
+                    "period",
+                    format!("flapping every {period} from {at} to {end} is {flaps} cycles; at most {MAX_FLAPS} are allowed"),
+                ));
+            }
             (FaultKind::LinkFlap { period, duty, until }, need_link(&r)?)
         }
         "link_loss" => (FaultKind::LinkLoss(loss(&mut r)?), need_link(&r)?),

@@ -281,9 +281,9 @@ pub const FAULTS: &[Param] = &[
     p("switch", Ty::Str, "", "The switch, e.g. \"t1[2]\" or \"core[0]\". For switch_down, switch_up, and delay/rate on all its egress ports."),
     p("loss", Ty::Float, "", "link_loss, ev_loss: loss probability (0 restores)."),
     p("ev", Ty::Int, "", "ev_loss: the 32-bit entropy value whose packets are lost (UDP source port in the low 16 bits)."),
-    p("period", Ty::Duration, "", "link_flap: one down-and-up cycle."),
-    p("duty", Ty::Float, "0.5", "link_flap: fraction of each period the cable is down."),
-    p("until", Ty::Duration, "none", "link_flap: stop flapping (cable up) at this time."),
+    p("period", Ty::Duration, "", "link_flap: one down-and-up cycle (at most 1000000 cycles until the end)."),
+    p("duty", Ty::Float, "0.5", "link_flap: fraction of each period the cable is down (each phase at least 1ns)."),
+    p("until", Ty::Duration, "none", "link_flap: stop flapping (cable up) at this time; required unless the scenario has a stop time, which then ends the flapping."),
     p("delay", Ty::Duration, "", "delay: extra one-way delay (0us restores), e.g. UDMP's 1us -> 1ms anomaly."),
     p("rate", Ty::Rate, "", "rate: the new link rate, e.g. UDMP's 100 -> 40 Gb/s degradation."),
 ];

@@ -60,6 +60,9 @@ fn error_of(toml: &str) -> String {
 #[case::missing_workload("", "workload: is required")]
 #[case::flow_to_itself("", "workload[0].flows[0].dst: a flow needs two different hosts")]
 #[case::zero_stop("stop = \"0us\"\n", "stop: must be later than 0")]
+#[case::endless_flap("", "faults[0].until: is required for link_flap unless the scenario has a stop time")]
+#[case::flap_without_an_up_phase("", "faults[0].duty: period x duty and period x (1 - duty) must each be at least 1ns")]
+#[case::too_many_flaps("", "faults[0].period: flapping every 2ns from 1us to 10ms is 4999500 cycles; at most 1000000")]
 #[case::endless_stop("stop = \"2000000s\"\n", "stop: must be at most 1000000s (about 11.6 days of simulated time)")]
 #[case::bad_duration("", "transport.rto: expected a duration such as \"1us\"")]
 #[case::bad_toml("", "not valid TOML")]
@@ -103,6 +106,15 @@ fn bad_input_is_refused_with_the_key_named(#[case] prefix: &str, #[case] expecte
         "transport.rto" => format!("{BASE}[transport]\nrto = \"soon\"\n"),
         "not valid TOML" => "[topology\nkind = 1".into(),
         "fabric.link_loss" => format!("{BASE}[fabric]\nlink_loss = 1.5\n"),
+        "faults[0].until" => {
+            format!("{BASE}[[faults]]\nat = \"1us\"\nkind = \"link_flap\"\nlink = \"leaf[0].up[0]\"\nperiod = \"10us\"\n")
+        }
+        "faults[0].duty" => format!(
+            "{BASE}[[faults]]\nat = \"1us\"\nkind = \"link_flap\"\nlink = \"leaf[0].up[0]\"\nperiod = \"10us\"\nduty = 1.0\nuntil = \"1ms\"\n"
+        ),
+        "faults[0].period" => format!(
+            "stop = \"10ms\"\n{BASE}[[faults]]\nat = \"1us\"\nkind = \"link_flap\"\nlink = \"leaf[0].up[0]\"\nperiod = \"2ns\"\n"
+        ),
         _ => BASE.to_string(),
     };
     let e = error_of(&format!("{prefix}{toml}"));
