@@ -31,13 +31,13 @@
 //! include the acknowledgements still in flight for that long.
 
 use crate::metrics::sample_after;
-use crate::sim::{Ending, Progress, Sim};
+use crate::sim::{Ending, Mark, Progress, Sim, Watchdog};
 use crate::ScenarioError;
 use fabricsim_engine::{Dur, Time};
 use fabricsim_fabric::partition::{self, Remote};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::atomic::AtomicUsize;
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 
 /// The most partitions a scenario may ask for.
 pub const MAX_PARTITIONS: u8 = 8;
@@ -99,6 +99,7 @@ pub(crate) fn run(sim: &mut Sim, progress: &mut dyn FnMut(&Progress) -> bool) ->
     let owner = partition::assign(&sim.fabric, n);
     let stop = sim.stop_time();
     let interval = sim.scenario.output.sample_interval;
+    let stall_after = sim.scenario.stall_after;
     let total = sim.msgs.len();
     let mut others = std::mem::take(&mut sim.replicas);
     // With no link between partitions any window length is safe.
@@ -142,6 +143,7 @@ pub(crate) fn run(sim: &mut Sim, progress: &mut dyn FnMut(&Progress) -> bool) ->
             let mut next_sample = if interval > Dur::ZERO { Time::ZERO + interval } else { Time::MAX };
             let mut out: Vec<Remote> = Vec::new();
             let mut windows = 0u64;
+            let mut watchdog = Watchdog::new(stall_after);
             let outcome = loop {
                 let window_end = {
                     // Between windows the workers wait at `start`, holding no lock.
@@ -207,6 +209,12 @@ pub(crate) fn run(sim: &mut Sim, progress: &mut dyn FnMut(&Progress) -> bool) ->
                     if windows.is_multiple_of(16) && !progress(&merged_progress(&all)) {
                         break (Ending::Cancelled, now);
                     }
+                    if watchdog.due(now, windows.is_multiple_of(16)) {
+                        let mark = all.iter().map(|c| c.mark()).fold(Mark::default(), |a, b| a + b);
+                        if watchdog.stalled(now, mark) {
+                            break (Ending::Stalled, now);
+                        }
+                    }
                     (next + lookahead).min(next_sample).min(Time(stop.0.saturating_add(1)))
                 };
                 until.store(window_end.0, Ordering::Release);
@@ -245,15 +253,25 @@ fn merged_progress(all: &[std::sync::MutexGuard<'_, &mut Sim>]) -> Progress {
     p
 }
 
-/// A barrier that spins, then yields: windows last about a millisecond, and waking a
-/// sleeping thread (a futex) costs a good part of that on a virtual machine. A thread
-/// that panics poisons it ([`PoisonOnPanic`]), and the others then panic in `wait`
-/// instead of waiting for ever.
+/// A barrier that spins, then sleeps: windows are short, and waking a sleeping thread
+/// (a futex) costs a good part of one on a virtual machine, so a waiter first spins
+/// for a while. With more partitions than free cores the threads that must still
+/// arrive need the cores the spinners hold: a waiter that has spun long enough sleeps
+/// until the last one arrives (yielding instead left each window waiting for the
+/// scheduler's tick, milliseconds). A thread that panics poisons it
+/// ([`PoisonOnPanic`]), and the others then panic in `wait` instead of waiting for ever.
 struct SpinBarrier {
     n: usize,
     arrived: AtomicUsize,
     generation: AtomicUsize,
     poisoned: AtomicBool,
+    /// Spins before a waiter sleeps: a millisecond or so with a core for every thread,
+    /// none without (the threads still to arrive need the cores).
+    spins: u32,
+    /// Waiters asleep on `wake` (the last arriver only takes the lock if some are).
+    sleepers: AtomicUsize,
+    lock: Mutex<()>,
+    wake: Condvar,
 }
 
 /// Poisons the barriers if its thread unwinds.
@@ -271,7 +289,16 @@ impl Drop for PoisonOnPanic<'_> {
 
 impl SpinBarrier {
     fn new(n: usize) -> SpinBarrier {
-        SpinBarrier { n, arrived: AtomicUsize::new(0), generation: AtomicUsize::new(0), poisoned: AtomicBool::new(false) }
+        SpinBarrier {
+            n,
+            arrived: AtomicUsize::new(0),
+            generation: AtomicUsize::new(0),
+            poisoned: AtomicBool::new(false),
+            spins: if std::thread::available_parallelism().map_or(1, |c| c.get()) >= n { 1 << 16 } else { 0 },
+            sleepers: AtomicUsize::new(0),
+            lock: Mutex::new(()),
+            wake: Condvar::new(),
+        }
     }
 
     fn check(&self) {
@@ -280,22 +307,33 @@ impl SpinBarrier {
 
     fn wait(&self) {
         self.check();
-        let g = self.generation.load(Ordering::Acquire);
+        let g = self.generation.load(Ordering::SeqCst);
         if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.n {
             self.arrived.store(0, Ordering::Relaxed);
-            self.generation.store(g.wrapping_add(1), Ordering::Release);
+            // SeqCst with the sleepers' count: a waiter either sees the new generation
+            // or is counted here (and then woken).
+            self.generation.store(g.wrapping_add(1), Ordering::SeqCst);
+            if self.sleepers.load(Ordering::SeqCst) > 0 {
+                let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+                self.wake.notify_all();
+            }
             return;
         }
         let mut spins = 0u32;
-        while self.generation.load(Ordering::Acquire) == g {
+        while self.generation.load(Ordering::SeqCst) == g {
             self.check();
-            if spins < 1 << 16 {
+            if spins < self.spins {
                 spins += 1;
                 std::hint::spin_loop();
-            } else {
-                // More partitions than free cores: let the others run.
-                std::thread::yield_now();
+                continue;
             }
+            let mut guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+            self.sleepers.fetch_add(1, Ordering::SeqCst);
+            while self.generation.load(Ordering::SeqCst) == g && !self.poisoned.load(Ordering::Acquire) {
+                // The timeout only bounds how late a poisoning is noticed.
+                guard = self.wake.wait_timeout(guard, std::time::Duration::from_millis(1)).map(|(g, _)| g).unwrap_or_else(|e| e.into_inner().0);
+            }
+            self.sleepers.fetch_sub(1, Ordering::SeqCst);
         }
     }
 }

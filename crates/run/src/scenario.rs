@@ -41,6 +41,9 @@ pub struct Scenario {
     pub faults: Vec<FaultSpec>,
     /// With ECMP, how long after a topology change the tables are recomputed.
     pub reroute_after: Option<Dur>,
+    /// How long messages may be under way without progress before the run ends as
+    /// stalled (`None`: forever).
+    pub stall_after: Option<Dur>,
     /// Partitions simulated side by side, one thread each (1: a plain run).
     pub partitions: u8,
     /// The document as given, echoed into the summary.
@@ -189,6 +192,17 @@ impl Scenario {
         if stop == Some(Dur::ZERO) {
             return Err(top.error("stop", "must be later than 0"));
         }
+        let stall_after = match top.raw("stall_after") {
+            None => Some(Dur::from_ms(1000)),
+            Some(Value::String(s)) if s == "none" => None,
+            Some(Value::String(s)) => Some(
+                crate::units::parse_duration(s)
+                    .ok()
+                    .filter(|d| *d > Dur::ZERO)
+                    .ok_or_else(|| top.error("stall_after", format!("expected a duration longer than 0 such as \"1s\", or \"none\", got \"{s}\"")))?,
+            ),
+            Some(_) => return Err(top.error("stall_after", "expected a duration such as \"1s\" or \"none\"")),
+        };
         let partitions = top.int("partitions", 1, 1, crate::parallel::MAX_PARTITIONS as i64)? as u8;
         let Some(topo) = top.raw("topology") else {
             return Err(top.error(
@@ -238,6 +252,7 @@ impl Scenario {
             output,
             faults,
             reroute_after,
+            stall_after,
             partitions,
             document,
         })

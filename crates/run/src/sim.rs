@@ -76,6 +76,61 @@ pub struct Progress {
     pub flows_total: usize,
 }
 
+/// What the stall watchdog counts as progress: new data placed at receivers, messages
+/// started and completed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Mark {
+    pub(crate) placed: u64,
+    pub(crate) started: usize,
+    pub(crate) received: usize,
+}
+
+impl std::ops::Add for Mark {
+    type Output = Mark;
+    fn add(self, o: Mark) -> Mark {
+        Mark { placed: self.placed + o.placed, started: self.started + o.started, received: self.received + o.received }
+    }
+}
+
+/// Ends a run whose messages are under way but make no progress for `stall_after`
+/// (`Scenario::stall_after`): a transport that retries forever into a dead link keeps
+/// events coming, so the queue never runs dry. It looks every 65,536 events (16
+/// windows of a partitioned run) and at least once per limit of simulated time, so a run stalls between one and two
+/// limits after its last progress.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Watchdog {
+    limit: Option<Dur>,
+    mark: Mark,
+    since: Time,
+    next_look: Time,
+}
+
+impl Watchdog {
+    pub(crate) fn new(limit: Option<Dur>) -> Watchdog {
+        Watchdog { limit, mark: Mark::default(), since: Time::ZERO, next_look: Time::ZERO + limit.unwrap_or(Dur::MAX) }
+    }
+
+    /// Whether to look at the progress now: a limit of simulated time since the last
+    /// look, or `periodic` (every so many events).
+    #[inline]
+    pub(crate) fn due(&self, now: Time, periodic: bool) -> bool {
+        self.limit.is_some() && (now >= self.next_look || periodic)
+    }
+
+    /// Whether, at `now` with progress `mark`, messages have been under way without
+    /// progress for longer than the limit.
+    pub(crate) fn stalled(&mut self, now: Time, mark: Mark) -> bool {
+        let Some(limit) = self.limit else { return false };
+        self.next_look = now + limit;
+        if mark != self.mark || mark.started == mark.received {
+            self.mark = mark;
+            self.since = now;
+            return false;
+        }
+        now.since(self.since) >= limit
+    }
+}
+
 /// Why a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ending {
@@ -287,6 +342,9 @@ pub struct Sim {
     dep_start: Vec<u32>,
     dependents: Vec<u32>,
     received: usize,
+    /// Messages this copy started (the watchdog's count of messages under way).
+    started: usize,
+    watchdog: Watchdog,
     /// Port sampler.
     pub sampler: Sampler,
     /// Packets that arrived for no endpoint.
@@ -352,6 +410,7 @@ impl Sim {
 
     /// One copy of the world, with no events yet.
     pub(crate) fn build(scenario: Scenario) -> Result<Sim, ScenarioError> {
+        let stall_after = scenario.stall_after;
         let max_frame = scenario.mtu as u64 + 200;
         let fabric = Fabric::new(&scenario.topology, &scenario.links, scenario.fabric.clone(), max_frame)
             .map_err(|e| ScenarioError::from_message(&e.to_string()))?;
@@ -486,6 +545,8 @@ impl Sim {
             dep_start: counts,
             dependents,
             received: 0,
+            started: 0,
+            watchdog: Watchdog::new(stall_after),
             sampler,
             misdelivered: 0,
             failed_conns: 0,
@@ -543,6 +604,15 @@ impl Sim {
     #[inline]
     pub(crate) fn owns_host(&self, host: u32) -> bool {
         owns(&self.part, host)
+    }
+
+    /// What the stall watchdog counts as progress, over this copy's hosts.
+    pub(crate) fn mark(&self) -> Mark {
+        let placed = (0..self.eps.len())
+            .filter(|&i| self.meta[i].responder && owns(&self.part, self.meta[i].host))
+            .map(|i| self.eps[i].stats().bytes_placed)
+            .sum();
+        Mark { placed, started: self.started, received: self.received }
     }
 
     /// Events processed so far.
@@ -618,6 +688,14 @@ impl Sim {
                 self.end = Some(now);
                 self.fabric.settle(now);
                 return Ending::Cancelled;
+            }
+            if self.watchdog.due(now, self.q.popped() & 0xFFFF == 0) {
+                let mark = self.mark();
+                if self.watchdog.stalled(now, mark) {
+                    self.end = Some(now);
+                    self.fabric.settle(now);
+                    return Ending::Stalled;
+                }
             }
         }
     }
@@ -1059,6 +1137,7 @@ impl Sim {
     }
 
     fn start(&mut self, now: Time, m: u32) {
+        self.started += 1;
         let parts = self.book_start(m, now);
         let (first, c) = {
             let c = self.plan.messages[m as usize].conn as usize;

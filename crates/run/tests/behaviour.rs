@@ -254,3 +254,30 @@ proptest! {
         prop_assert_eq!(per_flow, r.summary["retransmitted_packets"].as_u64().unwrap());
     }
 }
+
+/// A host link dies for good under an MPRDMA flow, which retries for ever (it has no
+/// retry limit): the run ends as stalled once nothing has progressed for
+/// `stall_after` (within two of them), instead of never. With the watchdog off the
+/// scenario's stop ends it.
+#[test]
+fn a_flow_that_can_never_finish_ends_the_run_as_stalled() {
+    let toml = |extra: &str| {
+        format!(
+            "{extra}\n[topology]\nkind = \"leaf_spine\"\nleaves = 2\nspines = 2\nhosts_per_leaf = 2\n\
+             [transport]\nkind = \"mprdma\"\n\
+             [[workload]]\nkind = \"flows\"\nflows = [{{ src = 0, dst = 2, size = 1000000 }}]\n\
+             [[faults]]\nat = \"10us\"\nkind = \"link_down\"\nlink = \"host[2].nic[0]\"\n\
+             [output]\nsample_interval = \"0us\""
+        )
+    };
+    for (extra, lo_ms, hi_ms) in [("", 1000.0, 2001.0), ("stall_after = \"100ms\"", 100.0, 201.0)] {
+        let (_, r) = run(&toml(extra));
+        assert_eq!(r.summary["ending"], "stalled", "{extra}");
+        assert_eq!(r.summary["flows"]["unfinished"], 1);
+        let end_ms = r.summary["sim_time_ns"].as_f64().unwrap() / 1e6;
+        assert!((lo_ms..hi_ms).contains(&end_ms), "{extra}: ended at {end_ms} ms");
+    }
+    let (_, r) = run(&toml("stall_after = \"none\"\nstop = \"3s\""));
+    assert_eq!(r.summary["ending"], "stop_time");
+    assert_eq!(r.summary["sim_time_ns"], 3_000_000_000u64);
+}
