@@ -686,7 +686,7 @@ fn parse_fault(i: usize, v: &Value, stop: Option<Dur>) -> Result<FaultSpec, Scen
             if down < 1e-9 || period.as_secs_f64() - down < 1e-9 {
                 return Err(r.error(
                     "duty",
-                    format!("period x duty and period x (1 - duty) must each be at least 1ns (got duty {duty} of {period}; for a cable that stays down use link_down)"),
+                    format!("period x duty and period x (1 - duty) must each be at least 1ns (got duty {duty} of {period}; a cable that stays down or up does not flap: use link_down or link_up)"),
                 ));
             }
             let until = r.duration("until")?;
