@@ -407,7 +407,7 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
                 delta,
                 window: window(&mut r, delta)?,
                 explore: r.float("explore", 0.01, 0.0, 1.0)?,
-                min_rto: positive_duration(&mut r, "min_rto", Dur::from_us(100))?,
+                min_rto: rto_duration(&mut r, "min_rto", Dur::from_us(100))?,
             })
         }
         "stellar" => {
@@ -415,7 +415,7 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
             TransportSpec::Stellar(StellarSpec {
                 paths: paths(&mut r, 128)?,
                 algo: PathAlgo::from_name(&algo).expect("choice() only returns allowed names"),
-                rto: positive_duration(&mut r, "rto", Dur::from_us(250))?,
+                rto: rto_duration(&mut r, "rto", Dur::from_us(250))?,
                 window: window(&mut r, 1)?,
                 g: r.float("g", 1.0 / 16.0, 1e-6, 1.0)?,
                 beta: r.float("beta", 0.5, 0.0, 1.0)?,
@@ -434,7 +434,7 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
                 ooo_aware: r.bool("ooo_aware", true)?,
                 delta,
                 window: window(&mut r, delta)?,
-                min_rto: positive_duration(&mut r, "min_rto", Dur::from_us(100))?,
+                min_rto: rto_duration(&mut r, "min_rto", Dur::from_us(100))?,
                 fixed_rate: r.rate("fixed_rate")?,
                 flow_control: r.bool("flow_control", false)?,
             })
@@ -451,7 +451,7 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
                 probe_timeout: r.duration("probe_timeout")?,
                 probe_backoff_max: positive_duration(&mut r, "probe_backoff_max", Dur::from_ms(10))?,
                 reo: r.duration("reo")?,
-                min_rto: positive_duration(&mut r, "min_rto", Dur::from_us(50))?,
+                min_rto: rto_duration(&mut r, "min_rto", Dur::from_us(50))?,
                 max_rto: positive_duration(&mut r, "max_rto", Dur::from_ms(1))?,
                 write_imm: r.bool("write_imm", true)?,
                 md: r.float("md", 0.5, 0.0, 1.0)?,
@@ -491,7 +491,7 @@ fn parse_roce(r: &mut Reader<'_>, line: Rate) -> Result<RoceConfig, ScenarioErro
     let d = RoceConfig::default();
     Ok(RoceConfig {
         ack_interval: r.int("ack_interval", d.ack_interval as i64, 1, 1 << 20)? as u32,
-        rto: positive_duration(r, "rto", d.rto)?,
+        rto: rto_duration(r, "rto", d.rto)?,
         retry_limit: r.int("retry_limit", d.retry_limit as i64, 0, 1 << 20)? as u32,
         nak_interval: r.duration("nak_interval")?.unwrap_or(d.nak_interval),
         dcqcn: (cc == "dcqcn").then_some(dcqcn),
@@ -504,6 +504,16 @@ fn positive_duration(r: &mut Reader<'_>, key: &'static str, default: Dur) -> Res
         Some(d) => Ok(d),
         None => Ok(default),
     }
+}
+
+/// A retransmission timeout: at least 1 us, since one shorter than any round trip in a
+/// data centre only resends (a 1 ps timeout made a tiny incast take a minute).
+fn rto_duration(r: &mut Reader<'_>, key: &'static str, default: Dur) -> Result<Dur, ScenarioError> {
+    let d = positive_duration(r, key, default)?;
+    if d < Dur::from_us(1) {
+        return Err(r.error(key, format!("must be at least 1us, got {d}")));
+    }
+    Ok(d)
 }
 
 fn parse_dcqcn(v: Option<&Value>, line: Rate) -> Result<DcqcnConfig, ScenarioError> {

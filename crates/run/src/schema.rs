@@ -149,7 +149,7 @@ const ROCE: &[Param] = &[
     c("cc", "dcqcn", &["dcqcn", "none"], "Congestion control: DCQCN rate control, or none (line rate)."),
     p("dcqcn", Ty::Table, "preset hpcc", "DCQCN parameters: `preset` (\"hpcc\": HPCC ns-3 / ConnectX defaults; \"paper\": Zhu et al. 2015) and any of `g`, `alpha_interval`, `decrease_interval`, `increase_interval`, `byte_counter`, `fast_recovery`, `rate_ai`, `rate_hai`, `min_rate`, `clamp_target`, `cnp_interval` to override it."),
     p("ack_interval", Ty::Int, "1", "The responder ACKs every this many in-order packets (HPCC ns-3: 1), and every message end."),
-    p("rto", Ty::Duration, "1ms", "Retransmission timeout: go back to the first unacknowledged PSN."),
+    p("rto", Ty::Duration, "1ms", "Retransmission timeout (at least 1us): go back to the first unacknowledged PSN."),
     p("retry_limit", Ty::Int, "7", "Timeouts in a row without progress before the QP fails (InfiniBand retry_cnt)."),
     p("nak_interval", Ty::Duration, "500us", "The responder repeats a NAK for the same missing PSN at most this often (HPCC ns-3)."),
 ];
@@ -170,13 +170,13 @@ const MPRDMA: &[Param] = &[
     p("delta", Ty::Int, "64", "OOO tolerance: an ACK more than delta PSNs below the highest acknowledged shrinks the window by one and clocks nothing out (UDMP Fig. 7 uses 64)."),
     p("window", Ty::Int, "auto", "Receiver bitmap in packets (PSNs beyond it are NACKed); auto = one BDP, at least 2 x delta."),
     p("explore", Ty::Float, "0.01", "Probability per round trip that the next packet tries a new random path."),
-    p("min_rto", Ty::Duration, "100us", "Smallest retransmission timeout (RFC 6298 estimate with backoff above it)."),
+    p("min_rto", Ty::Duration, "100us", "Smallest retransmission timeout, at least 1us (RFC 6298 estimate with backoff above it)."),
 ];
 
 const STELLAR: &[Param] = &[
     p("paths", Ty::Int, "128", "Paths (entropy values) per connection (STELLAR production: 128)."),
     c("path_algo", "obs", &["obs", "rr", "dwrr", "best_rtt", "mprdma", "single"], "Per-packet path choice: oblivious spraying, round robin, dynamic weighted round robin, lowest RTT, ACK-clocked on the ACK's path, or one fixed path."),
-    p("rto", Ty::Duration, "250us", "Fixed retransmission timeout (STELLAR section 7.2); the lost packet is resent on another path."),
+    p("rto", Ty::Duration, "250us", "Fixed retransmission timeout, at least 1us (STELLAR section 7.2); the lost packet is resent on another path."),
     p("window", Ty::Int, "auto", "Receiver bitmap in packets; the sender keeps new PSNs within it. auto = max(4 BDP, 2 RTOs at line rate, 512): losses are only found by the RTO."),
     p("g", Ty::Float, "0.0625", "ECN-fraction gain of the shared window (DCTCP-style)."),
     p("beta", Ty::Float, "0.5", "Strength of the delay cut once the smoothed RTT exceeds target."),
@@ -193,7 +193,7 @@ const UDMP: &[Param] = &[
     p("ooo_aware", Ty::Bool, "true", "Keep ACKs for PSNs delta or more beyond the oldest unacknowledged one from clocking packets out (\"an ACK whose PSN exceeds the bitmap window\"; Fig. 7 compares on and off)."),
     p("delta", Ty::Int, "64", "OOO control threshold in packets (UDMP Fig. 7: 64)."),
     p("window", Ty::Int, "auto", "Receiver bitmap in packets; PSNs beyond it are dropped and NACKed; auto = one BDP, at least 2 x delta."),
-    p("min_rto", Ty::Duration, "100us", "Smallest retransmission timeout (the paper gives none)."),
+    p("min_rto", Ty::Duration, "100us", "Smallest retransmission timeout, at least 1us (the paper gives none)."),
     p("fixed_rate", Ty::Rate, "none", "Inject tokens at this rate instead of running Algorithm 1 (isolates the load balancer, as the paper's Fig. 3 example does)."),
     p("flow_control", Ty::Bool, "false", "Keep new PSNs within the receiver's bitmap (not in the paper, whose receiver drops and NACKs what lands beyond it: with a packet stuck on a slow path, every later one then bounces and is resent each round trip)."),
 ];
@@ -209,7 +209,7 @@ const MRC: &[Param] = &[
     p("probe_timeout", Ty::Duration, "auto", "An unanswered probe failed after this; auto = 4 x base RTT. A failure doubles the EV's probe interval (up to probe_backoff_max)."),
     p("probe_backoff_max", Ty::Duration, "10ms", "Longest probe interval of an EV whose probes keep failing: after a long outage its path is found again within about this long (the paper gives no figure)."),
     p("reo", Ty::Duration, "auto", "Initial RACK reordering window: a packet sent this long before an acknowledged one is lost; it doubles on each spurious retransmission (RFC 8985) up to the smoothed RTT; auto = the base RTT."),
-    p("min_rto", Ty::Duration, "50us", "Smallest retransmission timeout."),
+    p("min_rto", Ty::Duration, "50us", "Smallest retransmission timeout, at least 1us."),
     p("max_rto", Ty::Duration, "1ms", "Largest retransmission timeout."),
     p("write_imm", Ty::Bool, "true", "End every message with an RDMA WRITE with immediate (opcode LAST_IMM / ONLY_IMM, the message number as immediate data), MRC's completion signal: the receiver completes the message only once every packet is placed. false: plain WRITEs."),
     p("md", Ty::Float, "0.5", "Window cut on a trim NACK (at most once per RTT)."),

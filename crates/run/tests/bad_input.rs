@@ -64,6 +64,7 @@ fn error_of(toml: &str) -> String {
 #[case::flap_without_an_up_phase("", "faults[0].duty: period x duty and period x (1 - duty) must each be at least 1ns")]
 #[case::too_many_flaps("", "faults[0].period: flapping every 2ns from 1us to 10ms is 4999500 cycles; at most 1000000")]
 #[case::zero_stall("stall_after = \"0us\"\n", "stall_after: expected a duration longer than 0 such as \"1s\", or \"none\"")]
+#[case::tiny_rto("", "transport.min_rto: must be at least 1us, got 500ns")]
 #[case::endless_stop("stop = \"2000000s\"\n", "stop: must be at most 1000000s (about 11.6 days of simulated time)")]
 #[case::bad_duration("", "transport.rto: expected a duration such as \"1us\"")]
 #[case::bad_toml("", "not valid TOML")]
@@ -105,6 +106,7 @@ fn bad_input_is_refused_with_the_key_named(#[case] prefix: &str, #[case] expecte
             "kind = \"flows\"\nflows = [{ src = 1, dst = 1, size = 10 }]",
         ),
         "transport.rto" => format!("{BASE}[transport]\nrto = \"soon\"\n"),
+        "transport.min_rto" => format!("{BASE}[transport]\nkind = \"mrc\"\nmin_rto = \"500ns\"\n"),
         "not valid TOML" => "[topology\nkind = 1".into(),
         "fabric.link_loss" => format!("{BASE}[fabric]\nlink_loss = 1.5\n"),
         "faults[0].until" => {
