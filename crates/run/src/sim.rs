@@ -485,14 +485,28 @@ impl Sim {
                 let c = plan.conns[m.conn as usize];
                 let transport = scenario.transport_of(c.workload);
                 let nic = meta[conns[m.conn as usize].first_ep as usize].first_port;
-                // A transport spraying over every plane sends 1/P of the frames on each.
-                let width = if factory::uses_all_ports(transport) { nics_per_host as u64 } else { 1 };
                 let n = factory::packets(m.size, scenario.mtu);
-                let per_plane = n.div_ceil(width);
+                let planes = nics_per_host as u64;
+                let qps = factory::qps(transport) as u64;
                 let ideal = fabric.path(c.src, c.dst, nic).map_or(Dur::ZERO, |hops| {
-                    ideal_fct(&hops, per_plane, |j| {
-                        factory::frame_wire_bytes(transport, m.size, scenario.mtu, n - per_plane + j)
-                    })
+                    if factory::uses_all_ports(transport) {
+                        // Sprayed over every plane: 1/P of the frames on each.
+                        let per_plane = n.div_ceil(planes);
+                        ideal_fct(&hops, per_plane, |j| {
+                            factory::frame_wire_bytes(transport, m.size, scenario.mtu, n - per_plane + j)
+                        })
+                    } else if qps > 1 && planes > 1 {
+                        // K queue pairs over the NIC ports: the busiest of min(K, P) planes
+                        // carries its share of the bytes (counted as one message there,
+                        // fewer headers than its QPs' parts: a lower bound).
+                        let width = qps.min(planes);
+                        let bytes = m.size.div_ceil(width);
+                        ideal_fct(&hops, factory::packets(bytes, scenario.mtu), |j| {
+                            factory::frame_wire_bytes(transport, bytes, scenario.mtu, j)
+                        })
+                    } else {
+                        ideal_fct(&hops, n, |j| factory::frame_wire_bytes(transport, m.size, scenario.mtu, j))
+                    }
                 });
                 MsgState {
                     deps_left: m.deps.len() as u32,
