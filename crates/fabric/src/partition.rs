@@ -82,7 +82,8 @@ pub fn assign(fabric: &Fabric, n: u8) -> Vec<u8> {
                     votes[o as usize] += 1;
                 }
             }
-            let best = (0..n).max_by_key(|&k| (votes[k], std::cmp::Reverse(load[k]), std::cmp::Reverse(k))).unwrap_or(0);
+            let best =
+                (0..n).max_by_key(|&k| (votes[k], std::cmp::Reverse(load[k]), std::cmp::Reverse(k))).unwrap_or(0);
             owner[i] = best as u8;
             load[best] += 1;
         }

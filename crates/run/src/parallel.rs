@@ -35,8 +35,8 @@ use crate::sim::{Ending, Mark, Progress, Sim, Watchdog};
 use crate::ScenarioError;
 use fabricsim_engine::{Dur, Time};
 use fabricsim_fabric::partition::{self, Remote};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 
 /// The most partitions a scenario may ask for.
@@ -331,7 +331,11 @@ impl SpinBarrier {
             self.sleepers.fetch_add(1, Ordering::SeqCst);
             while self.generation.load(Ordering::SeqCst) == g && !self.poisoned.load(Ordering::Acquire) {
                 // The timeout only bounds how late a poisoning is noticed.
-                guard = self.wake.wait_timeout(guard, std::time::Duration::from_millis(1)).map(|(g, _)| g).unwrap_or_else(|e| e.into_inner().0);
+                guard = self
+                    .wake
+                    .wait_timeout(guard, std::time::Duration::from_millis(1))
+                    .map(|(g, _)| g)
+                    .unwrap_or_else(|e| e.into_inner().0);
             }
             self.sleepers.fetch_sub(1, Ordering::SeqCst);
         }
@@ -373,7 +377,9 @@ mod tests {
         assert!(err.starts_with("partitions") && err.contains("host 9") && err.contains("host 0"), "{err}");
         // Waiting on a message received by the sender's own partition is fine.
         let flows = "flows = [{ src = 0, dst = 9, size = \"10KB\" }, { src = 9, dst = 1, size = \"10KB\" }]";
-        let mut sim = Sim::new(Scenario::from_toml(&toml.replace(toml.split('\n').next_back().unwrap(), flows)).unwrap()).unwrap();
+        let mut sim =
+            Sim::new(Scenario::from_toml(&toml.replace(toml.split('\n').next_back().unwrap(), flows)).unwrap())
+                .unwrap();
         sim.plan.messages[1].deps = vec![0];
         assert!(check(&sim).is_ok());
     }

@@ -195,12 +195,14 @@ impl Scenario {
         let stall_after = match top.raw("stall_after") {
             None => Some(Dur::from_ms(1000)),
             Some(Value::String(s)) if s == "none" => None,
-            Some(Value::String(s)) => Some(
-                crate::units::parse_duration(s)
-                    .ok()
-                    .filter(|d| *d > Dur::ZERO)
-                    .ok_or_else(|| top.error("stall_after", format!("expected a duration longer than 0 such as \"1s\", or \"none\", got \"{s}\"")))?,
-            ),
+            Some(Value::String(s)) => {
+                Some(crate::units::parse_duration(s).ok().filter(|d| *d > Dur::ZERO).ok_or_else(|| {
+                    top.error(
+                        "stall_after",
+                        format!("expected a duration longer than 0 such as \"1s\", or \"none\", got \"{s}\""),
+                    )
+                })?)
+            }
             Some(_) => return Err(top.error("stall_after", "expected a duration such as \"1s\" or \"none\"")),
         };
         let partitions = top.int("partitions", 1, 1, crate::parallel::MAX_PARTITIONS as i64)? as u8;
@@ -228,7 +230,9 @@ impl Scenario {
         let output = parse_output(top.raw("output").unwrap_or(&empty))?;
         let faults = match top.raw("faults") {
             None => Vec::new(),
-            Some(Value::Array(a)) => a.iter().enumerate().map(|(i, f)| parse_fault(i, f, stop)).collect::<Result<_, _>>()?,
+            Some(Value::Array(a)) => {
+                a.iter().enumerate().map(|(i, f)| parse_fault(i, f, stop)).collect::<Result<_, _>>()?
+            }
             Some(_) => return Err(ScenarioError::new("faults", "expected an array of tables ([[faults]])")),
         };
 
@@ -709,7 +713,9 @@ fn parse_fault(i: usize, v: &Value, stop: Option<Dur>) -> Result<FaultSpec, Scen
             if flaps > MAX_FLAPS {
                 return Err(r.error(
                     "period",
-                    format!("flapping every {period} from {at} to {end} is {flaps} cycles; at most {MAX_FLAPS} are allowed"),
+                    format!(
+                        "flapping every {period} from {at} to {end} is {flaps} cycles; at most {MAX_FLAPS} are allowed"
+                    ),
                 ));
             }
             (FaultKind::LinkFlap { period, duty, until }, need_link(&r)?)

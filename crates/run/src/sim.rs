@@ -496,11 +496,10 @@ impl Sim {
                             factory::frame_wire_bytes(transport, m.size, scenario.mtu, n - per_plane + j)
                         })
                     } else if qps > 1 && planes > 1 {
-                        // K queue pairs over the NIC ports: the busiest of min(K, P) planes
-                        // carries its share of the bytes (counted as one message there,
-                        // fewer headers than its QPs' parts: a lower bound).
-                        let width = qps.min(planes);
-                        let bytes = m.size.div_ceil(width);
+                        // K queue pairs over P NIC ports, the message split evenly over
+                        // them: the busiest plane carries ceil(K/P) of the K parts (as one
+                        // message there, with fewer headers than its parts: a lower bound).
+                        let bytes = (m.size * qps.div_ceil(planes)).div_ceil(qps);
                         ideal_fct(&hops, factory::packets(bytes, scenario.mtu), |j| {
                             factory::frame_wire_bytes(transport, bytes, scenario.mtu, j)
                         })

@@ -128,8 +128,7 @@ fn port_utilization_is_the_busy_share_of_each_interval() {
     let ports = col_u32(&r.ports, "port_id");
     let time = col_u64(&r.ports, "time_ns");
     let util = col_f64(&r.ports, "utilization");
-    let rows: Vec<(u64, f64)> =
-        (0..ports.len()).filter(|&i| ports[i] == nic).map(|i| (time[i], util[i])).collect();
+    let rows: Vec<(u64, f64)> = (0..ports.len()).filter(|&i| ports[i] == nic).map(|i| (time[i], util[i])).collect();
     assert!(util.iter().all(|&u| (0.0..=1.0).contains(&u)), "{util:?}");
     // Back to back at line rate between the first frame and the last.
     let full = &rows[1..rows.len() - 2];

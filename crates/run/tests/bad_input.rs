@@ -63,7 +63,10 @@ fn error_of(toml: &str) -> String {
 #[case::endless_flap("", "faults[0].until: is required for link_flap unless the scenario has a stop time")]
 #[case::flap_without_an_up_phase("", "faults[0].duty: period x duty and period x (1 - duty) must each be at least 1ns")]
 #[case::too_many_flaps("", "faults[0].period: flapping every 2ns from 1us to 10ms is 4999500 cycles; at most 1000000")]
-#[case::zero_stall("stall_after = \"0us\"\n", "stall_after: expected a duration longer than 0 such as \"1s\", or \"none\"")]
+#[case::zero_stall(
+    "stall_after = \"0us\"\n",
+    "stall_after: expected a duration longer than 0 such as \"1s\", or \"none\""
+)]
 #[case::tiny_rto("", "transport.min_rto: must be at least 1us, got 500ns")]
 #[case::endless_stop("stop = \"2000000s\"\n", "stop: must be at most 1000000s (about 11.6 days of simulated time)")]
 #[case::bad_duration("", "transport.rto: expected a duration such as \"1us\"")]

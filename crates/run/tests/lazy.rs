@@ -45,7 +45,6 @@ fn busy() -> String {
     format!("{LOADED_K4_MRC}{BUSY_FAULTS}")
 }
 
-
 #[test]
 fn lazy_departures_match_an_event_per_departure_on_a_loaded_lossy_fabric() {
     let (lazy, rl) = run_with(&busy(), false);

@@ -14,7 +14,6 @@ fn run_parts(toml: &str, partitions: u8) -> (Sim, RunResult) {
     run_scenario(sc)
 }
 
-
 /// What happens on [`LOADED_K4_MRC`] (hosts 0-7 in one partition, 8-15 in the other,
 /// the incast into host 1 from both halves): two cables failing and recovering (one
 /// inside a partition, `core[0].down[2]` between them), random loss on a cable between
@@ -153,7 +152,8 @@ fn a_lone_flow_across_partitions_is_identical_to_a_plain_run() {
     assert_eq!(t2.drops(), 0);
     // A fault due just after the end (inside the last window) did not happen.
     let end = r1.summary["sim_time_ns"].as_u64().unwrap();
-    let late = format!("{toml}\n[[faults]]\nat = \"{}ns\"\nkind = \"link_down\"\nlink = \"core[0].down[0]\"", end + 300);
+    let late =
+        format!("{toml}\n[[faults]]\nat = \"{}ns\"\nkind = \"link_down\"\nlink = \"core[0].down[0]\"", end + 300);
     let (_, l1) = run_parts(&late, 1);
     let (_, l2) = run_parts(&late, 2);
     assert_eq!((l1.faults.rows(), l2.faults.rows()), (0, 0));
