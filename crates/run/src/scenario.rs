@@ -216,6 +216,22 @@ impl Scenario {
         let empty = Value::Table(toml::Table::new());
         let (mut fabric, reroute_after) = parse_fabric(top.raw("fabric").unwrap_or(&empty), buffer)?;
         fabric.seed = seed;
+        // An empty queue must take a full data packet, or no data ever crosses a switch
+        // (a lossy fabric then trims or drops every one, for ever).
+        let admit = if fabric.pfc.is_some() { buffer as f64 } else { buffer as f64 * fabric.drop_alpha.min(1.0) };
+        if admit < mtu as f64 {
+            let key = if fabric.pfc.is_none() && fabric.drop_alpha < 1.0 {
+                "fabric.drop_alpha"
+            } else {
+                "topology.switch_buffer"
+            };
+            return Err(ScenarioError::new(
+                key,
+                format!(
+                    "a switch would admit at most {admit:.0} bytes into an empty queue, less than one {mtu}-byte packet (switch_buffer x drop_alpha, drop_alpha counting without PFC)"
+                ),
+            ));
+        }
         let transport = parse_transport(top.raw("transport").unwrap_or(&empty), links.host_link)?;
         let Some(w) = top.raw("workload") else {
             return Err(top.error(

@@ -140,7 +140,7 @@ pub const FABRIC: &[Param] = &[
     p("ecn", Ty::Table, "true", "RED ECN marking at dequeue. `true`: HPCC ns-3 defaults scaled per port, kmin 100KB and kmax 400KB per 25 Gb/s, pmax 0.2. A table sets `kmin`, `kmax` (sizes, for every port), `pmax`, and `last_hop` (true: host-facing ports mark too)."),
     p("trimming", Ty::Table, "false", "Cut the payload of a data packet that would be dropped and forward its header at control priority. A table sets `threshold` (size): also trim once the data queue holds that much."),
     c("routing", "ecmp", &["ecmp", "srv6"], "ecmp: switches hash the 5-tuple with a per-switch seed. srv6: the sender's entropy value picks the path, encoded as a uSID destination address (MRC section 2.3)."),
-    p("drop_alpha", Ty::Float, "1.0", "Lossy admission: a port's data queue may hold at most drop_alpha x free buffer (dynamic threshold)."),
+    p("drop_alpha", Ty::Float, "1.0", "Lossy admission: a port's data queue may hold at most drop_alpha x free buffer (dynamic threshold); switch_buffer x drop_alpha must hold one MTU-sized packet."),
     p("link_loss", Ty::Float, "0.0", "Probability that a frame is lost on a link, on every link (random loss)."),
     p("reroute_after", Ty::Duration, "10ms", "With ECMP: after a link or switch fails or recovers, the tables are recomputed around it this long later (a converged routing protocol); \"none\" keeps them static. SRv6 tables are always static."),
 ];

@@ -68,6 +68,10 @@ fn error_of(toml: &str) -> String {
     "stall_after: expected a duration longer than 0 such as \"1s\", or \"none\""
 )]
 #[case::tiny_rto("", "transport.min_rto: must be at least 1us, got 500ns")]
+#[case::no_room_for_a_packet(
+    "",
+    "fabric.drop_alpha: a switch would admit at most 1000 bytes into an empty queue, less than one 4096-byte packet"
+)]
 #[case::endless_stop("stop = \"2000000s\"\n", "stop: must be at most 1000000s (about 11.6 days of simulated time)")]
 #[case::bad_duration("", "transport.rto: expected a duration such as \"1us\"")]
 #[case::bad_toml("", "not valid TOML")]
@@ -109,6 +113,8 @@ fn bad_input_is_refused_with_the_key_named(#[case] prefix: &str, #[case] expecte
             "kind = \"flows\"\nflows = [{ src = 1, dst = 1, size = 10 }]",
         ),
         "transport.rto" => format!("{BASE}[transport]\nrto = \"soon\"\n"),
+        "fabric.drop_alpha" => BASE.replace("hosts_per_leaf = 2", "hosts_per_leaf = 2\nswitch_buffer = \"100KB\"")
+            + "[fabric]\npfc = false\ndrop_alpha = 0.01\n",
         "transport.min_rto" => format!("{BASE}[transport]\nkind = \"mrc\"\nmin_rto = \"500ns\"\n"),
         "not valid TOML" => "[topology\nkind = 1".into(),
         "fabric.link_loss" => format!("{BASE}[fabric]\nlink_loss = 1.5\n"),
