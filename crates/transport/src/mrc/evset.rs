@@ -139,6 +139,10 @@ impl EvMap {
     }
 }
 
+/// How many times their configured size (active plus backups) the EV sets may grow by
+/// replacing retired EVs with fresh ones.
+pub const MAX_GROWTH: u32 = 8;
+
 /// The EV sets of one MRC connection.
 #[derive(Clone, Debug)]
 pub struct EvSets {
@@ -396,7 +400,10 @@ impl EvSets {
         }
         let p = e.plane as usize;
         let Some(pos) = self.active[p].iter().position(|&a| a == i as u32) else { return };
-        self.replace_active(p, pos, now);
+        if !self.replace_active(p, pos, now) {
+            // Nothing left to replace it with: it stays in the rotation.
+            return;
+        }
         self.hot[i].penalty = 0;
         self.entries[i].marks = 0;
         self.entries[i].suspect = true;
@@ -427,15 +434,27 @@ impl EvSets {
         self.backup[p].swap_remove_back(k)
     }
 
-    fn replace_active(&mut self, p: usize, pos: usize, now: Time) {
+    /// Puts a backup (or a fresh EV) in active slot `pos` of plane `p`. Returns false,
+    /// changing nothing, once the sets have grown to [`MAX_GROWTH`] times their
+    /// configured size: a receiver whose only port is down loses every packet, and
+    /// fresh EVs for ever made each probe scan longer (minutes for one second).
+    fn replace_active(&mut self, p: usize, pos: usize, now: Time) -> bool {
         let replacement = match self.take_backup(p) {
             Some(b) => b,
-            None => self.fresh(p as u8, EvState::Backup, now),
+            None if self.entries.len() < self.max_entries() => self.fresh(p as u8, EvState::Backup, now),
+            None => return false,
         };
         let out = std::mem::replace(&mut self.active[p][pos], replacement);
         self.entries[out as usize].replaced_by = replacement;
         self.set_state(replacement, EvState::Active, now);
         self.hot[replacement as usize].penalty = 0;
+        true
+    }
+
+    /// The most entries the sets may grow to (fresh EVs replacing retired ones).
+    fn max_entries(&self) -> usize {
+        let planes = self.active.len() as u32;
+        (MAX_GROWTH * (self.cfg.active + self.cfg.backup_per_plane * planes).max(planes)) as usize
     }
 
     /// Swaps active (or avoided) entry `i` for a backup of its plane, if there is one.
@@ -475,7 +494,10 @@ impl EvSets {
         let p = self.entries[i as usize].plane as usize;
         self.entries[i as usize].stats.losses += 1;
         if let Some(pos) = self.active[p].iter().position(|&a| a == i) {
-            self.replace_active(p, pos, now);
+            if !self.replace_active(p, pos, now) {
+                // Nothing left to replace it with: it stays in use.
+                return;
+            }
         } else if !std::mem::take(&mut self.entries[i as usize].suspect) {
             // Not in use (already retired, or a backup): nothing to take out.
             return;
@@ -665,6 +687,21 @@ mod tests {
 
     fn sets() -> EvSets {
         EvSets::new(cfg(), 0, 4, Time::ZERO, Rng::new(9))
+    }
+
+    #[test]
+    fn endless_losses_grow_the_sets_only_so_far() {
+        // Every packet lost (the receiver's only port is down): each loss retires an
+        // active EV. Fresh ones replace them up to a bound, then the EVs stay in use.
+        let mut s = sets();
+        for k in 0..10_000u64 {
+            let now = Time(k * 1_000_000);
+            let ev = s.next((k % 4) as u8, now, None).expect("an active EV");
+            s.retire(ev, now);
+        }
+        assert!(s.entries.len() <= s.max_entries(), "{} entries", s.entries.len());
+        assert_eq!(s.active_per_plane(), vec![4, 4, 4, 4]);
+        assert!(s.retired.len() < s.max_entries());
     }
 
     #[test]
