@@ -143,3 +143,24 @@ def test_dcqcn_profiles_trade_pfc_for_bottleneck_throughput():
     assert p0 > 0 and u0 > 0.98, out
     assert p1 == 0 and p2 == 0 and q2 < q1 < q0, out
     assert u2 < u1 < 0.97, out
+
+
+@pytest.mark.parametrize("pfc", [False, True])
+def test_a_slowed_host_link_is_congestion_not_a_broken_path(pfc):
+    # A `rate` fault takes host 3's link from 100 to 1 Gb/s during a 16-host all-to-all:
+    # 15 senders queue at its T0 port, far past any timeout. Nothing is lost, so MRC
+    # must retire no EV and finish close to the link's own time (RoCE: x1.05).
+    scenario = {
+        "topology": {"kind": "fat_tree", "k": 4},
+        "fabric": {"pfc": pfc, "trimming": not pfc},
+        "transport": {"kind": "mrc"},
+        "workload": {"kind": "all_to_all", "size": "256KB"},
+        "faults": [{"at": "10us", "kind": "rate", "link": "host[3].nic[0]", "rate": "1Gbps"}],
+        "stop": "500ms",
+    }
+    r = fabricsim.run(scenario)
+    own_time_ns = 15 * 256_000 * 8  # host 3's 15 messages at 1 Gb/s (each way)
+    assert r.summary["flows"]["unfinished"] == 0
+    assert r.flows["fct_ns"].max() < 1.5 * own_time_ns, r.flows["fct_ns"].max() / own_time_ns
+    assert r.summary["ev_retirements"] == 0
+    assert r.summary["drops"] == 0

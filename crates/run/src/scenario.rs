@@ -391,14 +391,20 @@ fn parse_fabric(v: &Value, buffer: u64) -> Result<(FabricConfig, Option<Dur>), S
     };
     cfg.drop_alpha = r.float("drop_alpha", 1.0, 1e-6, 64.0)?;
     cfg.link_loss = r.float("link_loss", 0.0, 0.0, 1.0)?;
-    let reroute_after = match r.raw("reroute_after") {
-        None => Some(Dur::from_ms(10)),
-        Some(Value::String(s)) if s == "none" => None,
-        Some(Value::String(s)) => Some(crate::units::parse_duration(s).map_err(|m| r.error("reroute_after", m))?),
-        Some(_) => return Err(r.error("reroute_after", "expected a duration such as \"10ms\" or \"none\"")),
-    };
+    let reroute_after = duration_or_none(&mut r, "reroute_after", "10ms")?.unwrap_or(Some(Dur::from_ms(10)));
     r.finish(&params_for("fabric", ""))?;
     Ok((cfg, reroute_after))
+}
+
+/// A duration key that may also be `"none"`: `None` when absent, `Some(None)` for
+/// "none". `example` shows a valid duration in the error.
+fn duration_or_none<'a>(r: &mut Reader<'a>, key: &'a str, example: &str) -> Result<Option<Option<Dur>>, ScenarioError> {
+    match r.raw(key) {
+        None => Ok(None),
+        Some(Value::String(s)) if s == "none" => Ok(Some(None)),
+        Some(Value::String(s)) => Ok(Some(Some(crate::units::parse_duration(s).map_err(|m| r.error(key, m))?))),
+        Some(_) => Err(r.error(key, format!("expected a duration such as \"{example}\" or \"none\""))),
+    }
 }
 
 /// A schema entry naming a nested key (for unknown-key messages in sub-tables).
@@ -476,8 +482,12 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
                 write_imm: r.bool("write_imm", true)?,
                 md: r.float("md", 0.5, 0.0, 1.0)?,
                 cwnd_max: r.float("cwnd_max", 1.5, 0.1, 100.0)?,
+                delay_target: duration_or_none(&mut r, "delay_target", "20us")?,
                 reverse_probe: r.duration("reverse_probe")?,
             };
+            if spec.delay_target == Some(Some(Dur::ZERO)) {
+                return Err(r.error("delay_target", "must be longer than 0 (\"none\" turns the delay cut off)"));
+            }
             if spec.max_rto < spec.min_rto {
                 return Err(r.error("max_rto", "must not be below min_rto"));
             }

@@ -210,10 +210,11 @@ const MRC: &[Param] = &[
     p("probe_backoff_max", Ty::Duration, "10ms", "Longest probe interval of an EV whose probes keep failing: after a long outage its path is found again within about this long (the paper gives no figure)."),
     p("reo", Ty::Duration, "auto", "Initial RACK reordering window: a packet sent this long before an acknowledged one is lost; it doubles on each spurious retransmission (RFC 8985) up to the smoothed RTT; auto = the base RTT."),
     p("min_rto", Ty::Duration, "50us", "Smallest retransmission timeout, at least 1us."),
-    p("max_rto", Ty::Duration, "1ms", "Largest retransmission timeout."),
+    p("max_rto", Ty::Duration, "1ms", "Largest retransmission timeout after backoff; a measured srtt + 4 rttvar above it is used as it is (a timeout shorter than the RTT fires on every packet)."),
     p("write_imm", Ty::Bool, "true", "End every message with an RDMA WRITE with immediate (opcode LAST_IMM / ONLY_IMM, the message number as immediate data), MRC's completion signal: the receiver completes the message only once every packet is placed. false: plain WRITEs."),
     p("md", Ty::Float, "0.5", "Window cut on a trim NACK (at most once per RTT)."),
     p("cwnd_max", Ty::Float, "1.5", "Largest window, in BDPs of the whole NIC (the window starts at one BDP)."),
+    p("delay_target", Ty::Duration, "auto", "An RTT sample above this cuts the window by (rtt - target) / rtt, at most md, at most once per RTT (fabricsim's addition, as in Swift: trims need a full queue, so a slow last hop behind a deep buffer would otherwise keep every window queued); auto = 4 x base RTT; \"none\" = off."),
     p("reverse_probe", Ty::Duration, "auto", "The receiver probes a random reverse EV this often while data arrives (MRC section 2.4); auto = base RTT."),
 ];
 

@@ -45,14 +45,18 @@ impl RttEstimator {
         self.backoff = (self.backoff + 1).min(16);
     }
 
-    /// `(srtt + 4 rttvar) × 2^backoff`, clamped; four times `min_rto` before the
-    /// first sample.
+    /// `(srtt + 4 rttvar) × 2^backoff`, at least `min_rto`; four times `min_rto`
+    /// before the first sample. `max_rto` caps the backoff but never the measured
+    /// `srtt + 4 rttvar`: a timeout shorter than the RTT it has measured (a slowed link
+    /// behind a deep buffer) would fire on every packet, and each spurious resend adds
+    /// to the queue that caused it (RFC 6298 puts the maximum at 60 s for that reason).
     pub fn rto(&self) -> Dur {
         let base = match self.srtt {
-            None => self.min_rto.mul(4),
-            Some(s) => Dur(s + 4 * self.rttvar).max(self.min_rto),
-        };
-        base.mul(1 << self.backoff).min(self.max_rto).max(self.min_rto)
+            None => self.min_rto.mul(4).min(self.max_rto),
+            Some(s) => Dur(s + 4 * self.rttvar),
+        }
+        .max(self.min_rto);
+        base.mul(1 << self.backoff).min(self.max_rto.max(base))
     }
 }
 
@@ -71,6 +75,25 @@ mod tests {
             e.sample(Dur::from_us(400));
         }
         assert!(e.rto() >= Dur::from_us(400) && e.rto() <= Dur::from_ms(1));
+    }
+
+    #[test]
+    fn max_rto_caps_the_backoff_but_not_the_measured_rtt() {
+        let mut e = RttEstimator::new(Dur::from_us(50), Dur::from_ms(1));
+        for _ in 0..50 {
+            e.sample(Dur::from_ms(5));
+        }
+        let base = e.rto();
+        assert!(base >= Dur::from_ms(5), "{base:?}");
+        e.on_timeout();
+        e.on_timeout();
+        assert_eq!(e.rto(), base, "no backoff beyond the larger of max_rto and the base");
+        let mut f = RttEstimator::new(Dur::from_us(50), Dur::from_ms(1));
+        f.sample(Dur::from_us(100));
+        for _ in 0..10 {
+            f.on_timeout();
+        }
+        assert_eq!(f.rto(), Dur::from_ms(1));
     }
 
     #[test]

@@ -284,7 +284,32 @@ impl SendBuffer {
 
     /// Selective acknowledgement of `psn`. Returns its record as it was if this is news
     /// (the PSN was in flight or declared lost), `None` for duplicates.
+    ///
+    /// RACK's clock (the newest acknowledged send) only moves if the PSN was sent once:
+    /// for a resent one it is unknown which copy arrived (RFC 8985 section 6.2), and
+    /// taking the latest send when a late first copy arrived would declare everything
+    /// sent between the two lost. [`ack_copy`](Self::ack_copy) names the copy.
     pub fn ack(&mut self, psn: u32) -> Option<PsnRecord> {
+        let before = self.ack_record(psn)?;
+        if before.sends <= 1 {
+            self.newest_acked_sent = self.newest_acked_sent.max(before.sent_at);
+        }
+        self.advance();
+        self.prune();
+        Some(before)
+    }
+
+    /// Acknowledgement of the copy of `psn` sent at `sent` (a timestamp echoed by the
+    /// receiver), which moves RACK's clock to `sent`.
+    pub fn ack_copy(&mut self, psn: u32, sent: Time) -> Option<PsnRecord> {
+        let before = self.ack_record(psn)?;
+        self.newest_acked_sent = self.newest_acked_sent.max(sent.min(before.sent_at));
+        self.advance();
+        self.prune();
+        Some(before)
+    }
+
+    fn ack_record(&mut self, psn: u32) -> Option<PsnRecord> {
         let rec = self.record_mut(psn)?;
         if rec.acked {
             return None;
@@ -294,9 +319,6 @@ impl SendBuffer {
         if !before.lost {
             self.inflight -= 1;
         }
-        self.newest_acked_sent = self.newest_acked_sent.max(before.sent_at);
-        self.advance();
-        self.prune();
         Some(before)
     }
 
@@ -380,6 +402,11 @@ impl SendBuffer {
         self.log.front().map(|&(t, _, _)| t)
     }
 
+    /// Send time of the most recently sent packet that has been acknowledged.
+    pub fn newest_acked_sent(&self) -> Time {
+        self.newest_acked_sent
+    }
+
     /// Declares lost every live packet sent at least `reo` before the newest
     /// acknowledged one (RACK), appending their PSNs and records to `out`.
     pub fn rack(&mut self, reo: Dur, out: &mut Vec<(u32, PsnRecord)>) {
@@ -399,15 +426,22 @@ impl SendBuffer {
     /// Declares lost every live packet sent at or before `now - rto`, appending them to
     /// `out`.
     pub fn expire(&mut self, now: Time, rto: Dur, out: &mut Vec<(u32, PsnRecord)>) {
+        while self.expire_oldest(now, rto, out) {}
+    }
+
+    /// Declares lost the oldest live packet if it was sent at or before `now - rto`
+    /// (appending it to `out`); returns whether it did.
+    pub fn expire_oldest(&mut self, now: Time, rto: Dur, out: &mut Vec<(u32, PsnRecord)>) -> bool {
         loop {
             self.prune();
-            let Some(&(t, psn, _)) = self.log.front() else { return };
+            let Some(&(t, psn, _)) = self.log.front() else { return false };
             if t + rto > now {
-                return;
+                return false;
             }
             self.log.pop_front();
             if let Some(r) = self.mark_lost(psn) {
                 out.push((psn, r));
+                return true;
             }
         }
     }
@@ -527,5 +561,39 @@ mod tests {
         let mut expired = Vec::new();
         b.expire(Time(20_000), Dur(12_500), &mut expired);
         assert_eq!(expired.iter().map(|l| l.0).collect::<Vec<_>>(), vec![6, 7]);
+    }
+
+    #[test]
+    fn rack_clock_moves_only_for_an_unambiguous_copy() {
+        let mut b = SendBuffer::new(1000);
+        b.post(Message { seq: 0, len: 4000, va: 0, rkey: 1 });
+        let info = crate::conn::ConnInfo {
+            local_host: 0,
+            remote_host: 1,
+            remote_qpn: 1,
+            local_qpn: 0,
+            first_port: 0,
+            ports: 1,
+            port_rate: fabricsim_engine::Rate::gbps(100),
+            mtu: 1000,
+        };
+        let mut stats = EndpointStats::default();
+        for (psn, t) in [(0, 10), (1, 20), (2, 30), (3, 40)] {
+            b.take_next();
+            b.send(&info, psn, 7, 0, Time(t), false, None, &mut stats);
+        }
+        // PSN 0 is resent at 50; its late first copy (sent at 10) is acknowledged.
+        b.mark_lost(0);
+        assert_eq!(b.take_next(), Some((0, Some(7))));
+        b.send(&info, 0, 8, 0, Time(50), true, None, &mut stats);
+        b.ack(0);
+        assert_eq!(b.newest_acked_sent(), Time::ZERO, "which copy of PSN 0 arrived is unknown");
+        let mut lost = Vec::new();
+        b.rack(Dur(5), &mut lost);
+        assert!(lost.is_empty(), "nothing declared lost on an ambiguous acknowledgement");
+        b.ack_copy(2, Time(30));
+        assert_eq!(b.newest_acked_sent(), Time(30));
+        b.rack(Dur(5), &mut lost);
+        assert_eq!(lost.iter().map(|l| l.0).collect::<Vec<_>>(), vec![1], "sent 10 before the newest acknowledged");
     }
 }

@@ -19,13 +19,19 @@
 //!   broken path cannot come back into use) and is retired once its
 //!   path is shown to have lost the packet: a packet sent later on the same EV (the
 //!   same path, which delivers in order) arrives while the suspect's first copy has
-//!   not, or no copy of it has come back an RTO after it was sent. If the first copy
-//!   arrives after all, the suspicion is dropped and the EV joins the backups.
+//!   not, or no copy of it has come back an RTO after it was sent while later packets
+//!   have. If the first copy arrives after all, the suspicion is dropped and the EV
+//!   joins the backups.
+//! * A timeout proves a path lost its packet only if a packet sent later has come
+//!   back. If nothing has, every path may be merely slow (a degraded last hop behind a
+//!   deep buffer): only the oldest packet is resent, as TCP's RTO does, and no EV is
+//!   judged.
 //! * A local port going down, or a peer's SACK bitmap showing its port down, takes that
 //!   plane out; packets in flight on it are resent on the others.
 //! * Congestion control is not specified by the paper; fabricsim uses one window per
 //!   connection ([`cc`]): additive increase per acknowledged packet, a multiplicative
-//!   cut on trim NACKs at most once per RTT (incast is where trims happen).
+//!   cut on trim NACKs at most once per RTT (incast is where trims happen), and a cut
+//!   in proportion to how far an RTT sample exceeds a delay target (a slow last hop).
 
 pub mod cc;
 pub mod evset;
@@ -126,16 +132,22 @@ impl MrcSender {
     }
 
     /// Packets found lost in `self.lost`: untrimmed losses retire their EVs (unless the
-    /// plane itself is down, which says nothing about the path). `proven`: the loss is
-    /// known to be the path's (a timeout); otherwise (RACK) the EV is only suspected
-    /// until its path shows it (see the module notes).
-    fn handle_losses(&mut self, now: Time, proven: bool) {
+    /// plane itself is down, which says nothing about the path), once the path is shown
+    /// to have lost the packet. A timeout shows it if a packet sent later has been
+    /// acknowledged; RACK (a later packet was acknowledged, but sprayed packets reorder
+    /// by whole queueing differences) only suspects the EV: it leaves the rotation
+    /// until [`settle_suspects`](Self::settle_suspects) decides. A timeout with nothing
+    /// later through says nothing about any one path (all may be merely slow, and
+    /// retiring them all would only add probes to the queue that slows them).
+    fn handle_losses(&mut self, now: Time, timeout: bool) {
+        let progress = self.buf.newest_acked_sent();
         for (psn, rec) in std::mem::take(&mut self.lost) {
-            if !self.plane_usable(rec.port) {
+            let later_through = progress > rec.sent_at;
+            if !self.plane_usable(rec.port) || (timeout && !later_through) {
                 if let Some(s) = self.evs.stats_mut(rec.ev) {
                     s.losses += 1;
                 }
-            } else if proven || self.evs.delivered_after(rec.ev, rec.sent_at) {
+            } else if timeout || self.evs.delivered_after(rec.ev, rec.sent_at) {
                 self.evs.retire(rec.ev, now);
             } else {
                 self.evs.demote(rec.ev, now);
@@ -144,23 +156,30 @@ impl MrcSender {
         }
     }
 
-    /// Settles suspected losses after a SACK for the copy of `psn` sent at `sent` on
-    /// `ev`: a suspect whose first copy this is was reordering, not loss; one whose
-    /// path has now delivered a later packet, or that has had an RTO to come back, was
-    /// lost on its path.
-    /// (`sack` is `None` on a timeout: only the RTO rule applies.)
-    fn settle_suspects(&mut self, now: Time, sack: Option<(u32, u32, Time)>) {
+    /// Settles suspected losses, after a SACK `e` or (`None`) a timeout:
+    /// * the SACK is for the suspect's own copy: it was reordering, not loss;
+    /// * the SACK is for a packet sent later on the same EV (the same path, which
+    ///   delivers in order), and its bitmap shows the receiver had no copy of the
+    ///   suspect's PSN when that packet arrived: the path lost it. (Arrival order at the
+    ///   sender proves nothing: SACKs come back over different reverse paths. If the
+    ///   bitmap shows the PSN, some copy arrived first, so the suspicion stands until
+    ///   one of the other rules settles it.)
+    /// * an RTO passed with no copy back while a packet sent later got through: the
+    ///   path lost it. (With nothing later through, the suspicion stands.)
+    fn settle_suspects(&mut self, now: Time, sack: Option<&Ext>) {
         let rto = self.rtt.rto();
-        let (psn, ev, sent) = sack.unwrap_or((u32::MAX, u32::MAX, Time::ZERO));
+        let progress = self.buf.newest_acked_sent();
         let mut i = 0;
         while i < self.suspects.len() {
             let (s_psn, s_ev, s_sent) = self.suspects[i];
-            if sack.is_some() && s_psn == psn && s_sent == sent {
+            let own = sack.is_some_and(|e| e.ack_psn == s_psn && e.ts == s_sent.ps());
+            let overtaken = sack.is_some_and(|e| e.ev == s_ev && e.ts > s_sent.ps() && !receiver_had(e, s_psn));
+            if own {
                 self.suspects.swap_remove(i);
                 if !self.suspects.iter().any(|s| s.1 == s_ev) {
                     self.evs.clear(s_ev, now);
                 }
-            } else if (sack.is_some() && s_ev == ev && sent > s_sent) || s_sent + rto <= now {
+            } else if overtaken || (s_sent + rto <= now && progress > s_sent) {
                 self.suspects.swap_remove(i);
                 self.evs.retire(s_ev, now);
             } else {
@@ -177,10 +196,10 @@ impl MrcSender {
     }
 
     fn on_sack(&mut self, now: Time, e: &Ext) {
-        let acked = self.buf.ack(e.ack_psn);
+        let acked = self.buf.ack_copy(e.ack_psn, Time(e.ts));
         self.evs.delivered(e.ev, Time(e.ts));
         if !self.suspects.is_empty() {
-            self.settle_suspects(now, Some((e.ack_psn, e.ev, Time(e.ts))));
+            self.settle_suspects(now, Some(e));
         }
         let news = acked.is_some();
         // A retransmission was spurious if an earlier copy arrived: the echoed
@@ -214,7 +233,9 @@ impl MrcSender {
         }
         if news {
             if e.flags & Ext::F_REPEAT == 0 {
-                self.rtt.sample(now.since(Time(e.ts)));
+                let rtt = now.since(Time(e.ts));
+                self.rtt.sample(rtt);
+                self.cc.on_rtt(now, rtt, self.rtt.srtt().unwrap_or(rtt));
             }
             self.cc.on_ack(self.info.mtu as f64);
             if e.flags & Ext::F_ECE != 0 {
@@ -240,6 +261,15 @@ impl MrcSender {
 
     fn control(&self, op: u8, ev: u32) -> Packet {
         crate::common::control_packet(&self.info, op, ev)
+    }
+}
+
+/// Whether the receiver held `psn` when it sent the SACK `e` (as far as the SACK
+/// tells: PSNs above its 64-bit bitmap count as not held).
+fn receiver_had(e: &Ext, psn: u32) -> bool {
+    psn < e.cum_psn || psn == e.ack_psn || {
+        let back = e.ack_psn.wrapping_sub(1).wrapping_sub(psn);
+        psn < e.ack_psn && back < 64 && e.bitmap & (1 << back) != 0
     }
 }
 
@@ -284,10 +314,20 @@ impl Endpoint for MrcSender {
     }
 
     fn on_timeout(&mut self, now: Time) {
-        self.buf.expire(now, self.rtt.rto(), &mut self.lost);
-        if !self.lost.is_empty() {
+        let rto = self.rtt.rto();
+        if self.buf.expire_oldest(now, rto, &mut self.lost) {
             self.stats.timeouts += 1;
             self.rtt.on_timeout();
+            // If a packet sent after the oldest has been acknowledged, the paths work
+            // and whatever is an RTO old was lost on its path. If nothing sent since
+            // has come back, the paths may all be merely slow (a slowed last hop behind
+            // a deep queue): resend only the oldest, as TCP's RTO does (the rest stays
+            // in flight; resending a whole window into that queue would double it).
+            // That one copy is also what gets through when only the acknowledgements
+            // are lost: the receiver sees a duplicate and repairs its reverse path.
+            if self.buf.newest_acked_sent() > self.lost[0].1.sent_at {
+                self.buf.expire(now, rto, &mut self.lost);
+            }
         }
         self.handle_losses(now, true);
         self.settle_suspects(now, None);
