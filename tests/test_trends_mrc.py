@@ -164,3 +164,25 @@ def test_a_slowed_host_link_is_congestion_not_a_broken_path(pfc):
     assert r.flows["fct_ns"].max() < 1.5 * own_time_ns, r.flows["fct_ns"].max() / own_time_ns
     assert r.summary["ev_retirements"] == 0
     assert r.summary["drops"] == 0
+
+
+def test_a_plane_cut_in_two_moves_its_traffic_to_the_other_plane():
+    # Both T1 switches of plane 0 die: between groups that plane has no path left, so
+    # every EV of it fails. Its slots empty once no EV is left to try, resends that
+    # time out twice move to the other plane, and probes keep testing plane 0.
+    # (Before, the tail packets were retried on plane 0 for ever: a stall.)
+    def scenario(faults):
+        return {
+            "topology": {"kind": "multi_plane", "planes": 2, "groups": 2, "hosts_per_group": 2, "t1_per_plane": 2},
+            "fabric": {"pfc": False, "trimming": True, "routing": "srv6"},
+            "transport": {"kind": "mrc"},
+            "workload": {"kind": "all_to_all", "size": "1MB"},
+            "faults": [{"at": "10us", "kind": "switch_down", "switch": s} for s in faults],
+        }
+
+    healthy = fabricsim.run(scenario([]))
+    cut = fabricsim.run(scenario(["t1[0]", "t1[1]"]))
+    assert cut.summary["flows"]["unfinished"] == 0
+    # Cross-group pairs lose half their capacity; allow for finding that out.
+    assert cut.flows["fct_ns"].max() < 4 * healthy.flows["fct_ns"].max()
+    assert cut.summary["ev_retirements"] > 0

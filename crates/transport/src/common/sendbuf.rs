@@ -34,6 +34,8 @@ pub struct PsnRecord {
     pub acked: bool,
     /// Declared lost and waiting for retransmission.
     pub lost: bool,
+    /// Declared lost by a retransmission timeout (not by RACK).
+    pub timed_out: bool,
     /// Times sent.
     pub sends: u16,
 }
@@ -217,6 +219,7 @@ impl SendBuffer {
         rec.ev = ev;
         rec.port = port;
         rec.lost = false;
+        rec.timed_out = false;
         rec.sends = rec.sends.saturating_add(1);
         let sends = rec.sends;
         self.inflight += 1;
@@ -367,6 +370,19 @@ impl SendBuffer {
             return None;
         }
         self.mark_lost(self.una)
+    }
+
+    /// Notes that lost `psn` was found by a retransmission timeout.
+    pub fn mark_timed_out(&mut self, psn: u32) {
+        if let Some(r) = self.record_mut(psn) {
+            r.timed_out = r.lost;
+        }
+    }
+
+    /// Puts `psn`, just taken by [`take_next`](Self::take_next) as a retransmission,
+    /// back at the head of the retransmission queue.
+    pub fn requeue(&mut self, psn: u32) {
+        self.retx.push_front(psn);
     }
 
     /// Declares `psn` lost (if it is in flight) and queues it for retransmission.

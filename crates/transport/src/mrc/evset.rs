@@ -155,6 +155,9 @@ pub struct EvSets {
     active: Vec<Vec<u32>>,
     rot: Vec<usize>,
     backup: Vec<VecDeque<u32>>,
+    /// Per plane, active slots given up because nothing was left to fill them (see
+    /// [`retire`](EvSets::retire)); refilled as EVs come back.
+    empty_slots: Vec<u32>,
     retired: Vec<u32>,
     log: Vec<PathLog>,
     /// Per plane, the low bits of its next EV of the first active set.
@@ -177,6 +180,7 @@ impl EvSets {
             active: vec![Vec::new(); n],
             rot: vec![0; n],
             backup: vec![VecDeque::new(); n],
+            empty_slots: vec![0; n],
             retired: Vec::new(),
             log: Vec::new(),
             next_bits: Vec::new(),
@@ -307,6 +311,11 @@ impl EvSets {
         self.active.iter().map(|a| a.len()).collect()
     }
 
+    /// Whether plane index `p` has an active EV.
+    pub fn has_active(&self, p: u8) -> bool {
+        self.active.get(p as usize).is_some_and(|a| !a.is_empty())
+    }
+
     /// The current state of `ev`.
     pub fn state(&self, ev: u32) -> Option<EvState> {
         self.map.get(ev).map(|i| self.entries[i].state)
@@ -417,6 +426,18 @@ impl EvSets {
             let p = self.entries[i].plane as usize;
             self.backup[p].push_back(i as u32);
             self.set_state(i as u32, EvState::Backup, now);
+            self.refill(p, now);
+        }
+    }
+
+    /// Fills plane index `p`'s empty active slots from its backups.
+    fn refill(&mut self, p: usize, now: Time) {
+        while self.empty_slots[p] > 0 {
+            let Some(b) = self.take_backup(p) else { return };
+            self.empty_slots[p] -= 1;
+            self.active[p].push(b);
+            self.hot[b as usize].penalty = 0;
+            self.set_state(b, EvState::Active, now);
         }
     }
 
@@ -487,7 +508,10 @@ impl EvSets {
     }
 
     /// An untrimmed loss on `ev`: the path is assumed broken. Retire it and promote a
-    /// backup of the same plane (or a fresh EV if the plane's pool is empty).
+    /// backup of the same plane (or a fresh EV if the plane's pool is empty). Once the
+    /// sets may not grow any more, its slot is left empty: a plane whose paths to this
+    /// peer are all dead (both of its T1 switches down) then carries nothing for the
+    /// connection, and the other planes everything, until probes bring an EV back.
     pub fn retire(&mut self, ev: u32, now: Time) {
         let Some(i) = self.map.get(ev) else { return };
         let i = i as u32;
@@ -495,8 +519,8 @@ impl EvSets {
         self.entries[i as usize].stats.losses += 1;
         if let Some(pos) = self.active[p].iter().position(|&a| a == i) {
             if !self.replace_active(p, pos, now) {
-                // Nothing left to replace it with: it stays in use.
-                return;
+                self.active[p].remove(pos);
+                self.empty_slots[p] += 1;
             }
         } else if !std::mem::take(&mut self.entries[i as usize].suspect) {
             // Not in use (already retired, or a backup): nothing to take out.
@@ -525,6 +549,7 @@ impl EvSets {
         let p = e.plane as usize;
         self.backup[p].push_back(i);
         self.set_state(i, EvState::Backup, now);
+        self.refill(p, now);
     }
 
     /// `d` ±25 %.
@@ -589,6 +614,14 @@ impl EvSets {
             }
             j = self.entries[j as usize].replaced_by;
         }
+        // A slot given up for want of EVs takes it.
+        if self.empty_slots[p] > 0 {
+            self.empty_slots[p] -= 1;
+            self.active[p].push(i);
+            self.hot[i as usize].penalty = 0;
+            self.set_state(i, EvState::Active, now);
+            return;
+        }
         // The slot is gone: take the place of the most penalised avoided EV, a
         // congested path, if there is one.
         let congested = (0..self.active[p].len())
@@ -600,6 +633,7 @@ impl EvSets {
         }
         self.backup[p].push_back(i);
         self.set_state(i, EvState::Backup, now);
+        self.refill(p, now);
     }
 
     /// Entry `i` takes active position `pos` of plane index `p`; the EV there steps
@@ -690,18 +724,36 @@ mod tests {
     }
 
     #[test]
-    fn endless_losses_grow_the_sets_only_so_far() {
-        // Every packet lost (the receiver's only port is down): each loss retires an
-        // active EV. Fresh ones replace them up to a bound, then the EVs stay in use.
+    fn endless_losses_grow_the_sets_only_so_far_then_empty_the_plane() {
+        // Every packet on plane 0 lost (its switches are down): each loss retires an
+        // active EV. Fresh ones replace them up to a bound, then the plane's slots are
+        // left empty, and the other planes keep theirs.
         let mut s = sets();
-        for k in 0..10_000u64 {
-            let now = Time(k * 1_000_000);
-            let ev = s.next((k % 4) as u8, now, None).expect("an active EV");
-            s.retire(ev, now);
+        let mut k = 0u64;
+        while let Some(ev) = s.next(0, Time(k * 1_000_000), None) {
+            s.retire(ev, Time(k * 1_000_000));
+            k += 1;
+            assert!(k < 100_000, "plane 0 never emptied");
         }
         assert!(s.entries.len() <= s.max_entries(), "{} entries", s.entries.len());
-        assert_eq!(s.active_per_plane(), vec![4, 4, 4, 4]);
-        assert!(s.retired.len() < s.max_entries());
+        assert_eq!(s.active_per_plane(), vec![0, 4, 4, 4]);
+        // Five answered probes bring a retired EV of plane 0 back into an empty slot.
+        let mut now = Time(k * 1_000_000);
+        let back = loop {
+            now += Dur::from_us(10);
+            if let Some(ev) = s.probe_due(0, now) {
+                break ev;
+            }
+        };
+        for n in 0..5 {
+            s.probe_answered(back, now);
+            if n < 4 {
+                now += Dur::from_us(100);
+                assert_eq!(s.probe_due(0, now), Some(back), "the answered EV is probed again at the base pace");
+            }
+        }
+        assert_eq!(s.active_per_plane(), vec![1, 4, 4, 4]);
+        assert_eq!(s.next(0, now, None), Some(back));
     }
 
     #[test]

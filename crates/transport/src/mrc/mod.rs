@@ -25,7 +25,7 @@
 //! * A timeout proves a path lost its packet only if a packet sent later has come
 //!   back. If nothing has, every path may be merely slow (a degraded last hop behind a
 //!   deep buffer): only the oldest packet is resent, as TCP's RTO does, and no EV is
-//!   judged.
+//!   judged. A resend that times out as well is sent on another plane.
 //! * A local port going down, or a peer's SACK bitmap showing its port down, takes that
 //!   plane out; packets in flight on it are resent on the others.
 //! * Congestion control is not specified by the paper; fabricsim uses one window per
@@ -255,6 +255,14 @@ impl MrcSender {
         self.handle_losses(now, false);
     }
 
+    /// Whether a plane other than `port`'s is usable and has an active EV.
+    fn other_plane_open(&self, port: u8) -> bool {
+        (0..self.info.ports).any(|k| {
+            let q = self.info.first_port + k;
+            q != port && self.plane_usable(q) && self.evs.has_active(k)
+        })
+    }
+
     fn plane_mask(&self) -> u8 {
         (((1u16 << self.info.ports) - 1) << self.info.first_port) as u8
     }
@@ -329,6 +337,9 @@ impl Endpoint for MrcSender {
                 self.buf.expire(now, rto, &mut self.lost);
             }
         }
+        for &(psn, _) in &self.lost {
+            self.buf.mark_timed_out(psn);
+        }
         self.handle_losses(now, true);
         self.settle_suspects(now, None);
         self.evs.expire_probes(now);
@@ -372,6 +383,16 @@ impl Endpoint for MrcSender {
             return idle;
         }
         let Some((psn, old)) = self.buf.take_next() else { return Poll::Idle };
+        let twice_here = self.buf.record(psn).is_some_and(|r| r.timed_out && r.sends >= 2 && r.port == port);
+        if old.is_some() && twice_here && self.other_plane_open(port) {
+            // A resend that timed out too is sent on another plane, while one can take
+            // it (Linux rehashes a flow's path on a timeout for the same reason): a
+            // plane whose T1s are all down loses every EV of it, and a lone tail packet
+            // retried there would time out for ever. Only a second loss moves it: a
+            // first is most likely a random drop, and the port at hand is free now.
+            self.buf.requeue(psn);
+            return idle;
+        }
         let Some((ev, slot)) = self.evs.next_slot(i, now, old) else {
             // No active EV on this plane (cannot happen while backups last); put the
             // retransmission back for another plane.
