@@ -176,6 +176,30 @@ pub fn qps(spec: &TransportSpec) -> u32 {
     }
 }
 
+/// Heap bytes of one connection's endpoints as built, measured with the Python
+/// package's counting allocator (`heap_built_bytes` over 56 and 240 connections): a
+/// RoCE QP pair, one path of MPRDMA / STELLAR / UDMP, one MRC entropy value.
+const QP_BYTES: u64 = 2_500;
+const PATH_BYTES: u64 = 48;
+const EV_BYTES: u64 = 350;
+
+/// Estimated heap bytes of one connection's endpoints over `planes` NIC ports, and
+/// the transport key that drives it.
+pub fn state_bytes(spec: &TransportSpec, planes: u32) -> (u64, &'static str) {
+    match spec {
+        TransportSpec::Roce(_) => (QP_BYTES, "kind"),
+        TransportSpec::QpScaling { qps, .. } => (QP_BYTES * *qps as u64, "qps"),
+        TransportSpec::Mprdma(MprdmaSpec { paths, .. })
+        | TransportSpec::Stellar(StellarSpec { paths, .. })
+        | TransportSpec::Udmp(UdmpSpec { paths, .. }) => (QP_BYTES + PATH_BYTES * *paths as u64, "paths"),
+        TransportSpec::Mrc(s) => {
+            let per_plane = (s.evs / planes.max(1)).max(1);
+            let backups = s.backup.unwrap_or((per_plane / 4).max(2)) as u64 * planes as u64;
+            (QP_BYTES + EV_BYTES * (s.evs as u64 + backups), "evs")
+        }
+    }
+}
+
 /// Whether the transport spreads one connection over every NIC port (plane).
 pub fn uses_all_ports(spec: &TransportSpec) -> bool {
     matches!(spec, TransportSpec::Mrc(_))

@@ -237,6 +237,54 @@ fn example_names(fabric: &Fabric) -> String {
     }
 }
 
+/// Refuses a scenario whose connection state would not fit in the memory this process
+/// may use (the allocator would abort the process half-way through building it, with
+/// no message). The estimate counts each connection's endpoints
+/// ([`factory::state_bytes`]), once per partition, with half again for the rest.
+fn check_memory(scenario: &Scenario, conns: &[fabricsim_workload::ConnSpec], nics: u32) -> Result<(), ScenarioError> {
+    let Some(available) = crate::units::available_memory() else { return Ok(()) };
+    // Per workload: bytes, connections, the key that drives the state.
+    let mut per = vec![(0u64, 0u64, ""); scenario.workloads.len().max(1)];
+    for c in conns {
+        let t = scenario.transport_of(c.workload);
+        let planes = if factory::uses_all_ports(t) { nics } else { 1 };
+        let (bytes, key) = factory::state_bytes(t, planes);
+        let w = &mut per[c.workload as usize];
+        *w = (w.0 + bytes, w.1 + 1, key);
+    }
+    let total: u64 = per.iter().map(|w| w.0).sum::<u64>() * scenario.partitions.max(1) as u64;
+    // The allocator's own overhead and the rest of the world come on top: a run whose
+    // estimate was 3.2 GB needed 3.9 GB resident and between 4.5 and 5 GB of address
+    // space.
+    if total / 2 * 3 <= available {
+        return Ok(());
+    }
+    let (w, &(bytes, n, key)) = per.iter().enumerate().max_by_key(|(_, w)| w.0).expect("a workload");
+    let path = match scenario.workload_transports.get(w).and_then(|t| t.as_ref()) {
+        Some(_) => format!("workload[{w}].transport.{key}"),
+        None => format!("transport.{key}"),
+    };
+    let gb = |b: u64| b as f64 / 1e9;
+    Err(ScenarioError::new(
+        &path,
+        format!(
+            "the connections' state needs about {:.1} GB ({n} connections of workload {w} at {:.1} MB each{}), \
+             and with the simulator's other memory more than the {:.1} GB this process can allocate; \
+             use fewer {} or fewer hosts",
+            gb(total),
+            bytes as f64 / n as f64 / 1e6,
+            if scenario.partitions > 1 { format!(", x {} partitions", scenario.partitions) } else { String::new() },
+            gb(available),
+            match key {
+                "qps" => "QPs",
+                "paths" => "paths",
+                "evs" => "entropy values",
+                _ => "connections",
+            },
+        ),
+    ))
+}
+
 /// The unloaded round trip of a connection (a full data frame out, an ACK back along
 /// the same links) and the bytes that fill its ports for that long.
 fn path_context(
@@ -417,6 +465,7 @@ impl Sim {
         let plan = fabricsim_workload::build(&scenario.workloads, fabric.hosts(), scenario.seed)
             .map_err(|e| ScenarioError::from_message(&e.to_string()))?;
         let nics_per_host = fabric.nics();
+        check_memory(&scenario, &plan.conns, nics_per_host)?;
         let mut eps = Vec::new();
         let mut meta = Vec::new();
         let mut conns = Vec::with_capacity(plan.conns.len());

@@ -147,3 +147,14 @@ fn the_same_scenario_as_json_is_accepted() {
     assert_eq!(sc.topology.hosts(), 4);
     assert!(Scenario::from_json("[1, 2]").unwrap_err().to_string().contains("expected a table"));
 }
+
+/// 186,192 MRC connections of 16,384 entropy values each need terabytes: refused with
+/// the key named before anything is allocated (the allocator used to abort the process).
+#[test]
+fn a_scenario_too_big_for_memory_is_refused_before_it_is_built() {
+    let toml = "[topology]\nkind = \"fat_tree\"\nk = 12\n[transport]\nkind = \"mrc\"\nevs = 8192\nbackup = 4096\n\
+                [[workload]]\nkind = \"all_to_all\"\nsize = 4096\n";
+    let e = error_of(toml);
+    assert!(e.starts_with("transport.evs: the connections' state needs about"), "{e}");
+    assert!(e.contains("186192 connections"), "{e}");
+}
