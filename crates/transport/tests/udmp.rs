@@ -243,3 +243,29 @@ proptest! {
         prop_assert_eq!(p.eps[1].stats().bytes_placed, len + 777);
     }
 }
+
+/// A `fixed_rate` below one packet per RTT (4246 bytes per 20 us is 1.7 Gb/s) cannot be
+/// paced by the ACK clock: every ACK finds less than a packet in the pool and the pipe
+/// empties. The restart then waits for the pool to hold a packet, so the flow runs at
+/// the rate (it used to restart with a free BDP, at about two packets per RTT whatever
+/// the rate).
+#[test]
+fn a_fixed_rate_below_a_packet_per_rtt_paces_the_flow() {
+    let token = 4096.0 + 150.0; // wire bytes of a full UDMP packet
+    let n = 200u64;
+    let mut last = Dur::ZERO;
+    for mbps in [1000u64, 500, 250] {
+        let mut c = cfg(4);
+        c.fixed_rate = Some(Rate(mbps * 1_000_000));
+        let mut p = pair(c, 7);
+        p.post(Message { seq: 0, len: n * 4096, va: 0, rkey: 1 });
+        p.run(Time::MAX);
+        let done = p.now().since(Time::ZERO);
+        assert_eq!(p.acked().len(), 1);
+        let at_rate = (n - 2) as f64 * token * 8.0 / (mbps as f64 * 1e6); // after the 2-packet first RTT
+        let took = done.as_secs_f64();
+        assert!((0.95..1.1).contains(&(took / at_rate)), "{mbps} Mb/s: {took} s against {at_rate} s at the rate");
+        assert!(done > last, "a lower rate takes longer");
+        last = done;
+    }
+}

@@ -30,6 +30,9 @@
 //! it); the first ACK only initialises `smooth_rtt` and the gradient reference; `|g|`
 //! is clamped to 1 and the rate to `[min_rate, linerate]`; a connection whose pipe
 //! empties (all in flight acknowledged, data left) restarts with a new first RTT.
+//! Under `fixed_rate` the restart spends the pool instead (at most a BDP of it, after
+//! a timer if it holds less than a packet): below one packet per RTT the ACK clock
+//! alone cannot pace, and a free BDP per restart would ignore the rate.
 //! The paper's text says a zero or negative gradient "indicates unused network
 //! bandwidth, allowing the endpoint to increase the sending rate", but its formula gives
 //! no increase at `g = 0`. Taken literally, a rise and fall of the RTT (a queue that
@@ -111,6 +114,10 @@ pub struct UdmpSender {
     good_ev: Option<u32>,
     /// Packets clocked out, each on an entropy value.
     credits: VecDeque<u32>,
+    /// The first RTT has been sprayed (later restarts under `fixed_rate` spend the pool).
+    started: bool,
+    /// Under `fixed_rate`, with the pipe empty: when the pool will hold a packet.
+    next_token: Option<Time>,
     /// Wire bytes of a full packet (the token size).
     pkt: f64,
     paths: Vec<PathStats>,
@@ -141,6 +148,8 @@ impl UdmpSender {
             explore_next: false,
             good_ev: None,
             credits: VecDeque::new(),
+            started: false,
+            next_token: None,
             pkt: (info.mtu + BASE_HEADER_BYTES + PREAMBLE_IFG_BYTES + RETH_BYTES + EXT_BYTES) as f64,
             paths: (0..cfg.paths).map(|ev| PathStats { ev, ..Default::default() }).collect(),
             stats: EndpointStats::default(),
@@ -174,6 +183,11 @@ impl UdmpSender {
         if self.buf.inflight() > 0 || !self.credits.is_empty() || !self.buf.has_data() {
             return;
         }
+        if self.started && self.cfg.fixed_rate.is_some() {
+            self.restart_from_pool(now);
+            return;
+        }
+        self.started = true;
         for _ in 0..self.cfg.bdp_packets.max(1) {
             let ev = self.random_path(None);
             self.credits.push_back(ev);
@@ -183,6 +197,27 @@ impl UdmpSender {
         self.last_add = now;
         self.pkts_ignored = 0;
         self.pkts_to_ignore = 0;
+    }
+
+    /// A restart under `fixed_rate`: the pool, refilled to `now`, pays for up to a BDP
+    /// of packets on random paths; if it holds less than one, a timer fires when it
+    /// will hold one.
+    fn restart_from_pool(&mut self, now: Time) {
+        self.bytes_pool += self.rate / 8.0 * now.since(self.last_add).as_secs_f64();
+        self.last_add = now;
+        let n = ((self.bytes_pool / self.pkt) as u32).min(self.cfg.bdp_packets.max(1));
+        if n == 0 {
+            let wait = (self.pkt - self.bytes_pool) * 8.0 / self.rate;
+            self.next_token = Some(now + Dur((wait * 1e12).ceil() as u64).max(Dur(1)));
+            return;
+        }
+        self.next_token = None;
+        for _ in 0..n {
+            self.bytes_pool -= self.pkt;
+            let ev = self.random_path(None);
+            self.credits.push_back(ev);
+        }
+        self.smooth = None;
     }
 
     /// A lost packet is resent on the path of the latest ACK that was not slow (the
@@ -291,6 +326,9 @@ impl Endpoint for UdmpSender {
     }
 
     fn on_timeout(&mut self, now: Time) {
+        if self.next_token.is_some_and(|t| t <= now) {
+            self.next_token = None;
+        }
         let mut lost = Vec::new();
         self.buf.expire(now, self.rto.rto(), &mut lost);
         if !lost.is_empty() {
@@ -314,7 +352,11 @@ impl Endpoint for UdmpSender {
     }
 
     fn poll_timeout(&self) -> Option<Time> {
-        self.buf.oldest_send().map(|t| t + self.rto.rto())
+        let rto = self.buf.oldest_send().map(|t| t + self.rto.rto());
+        match (rto, self.next_token) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn poll_event(&mut self) -> Option<AppEvent> {
