@@ -1,6 +1,7 @@
 """The Python API: results as DataFrames, errors as exceptions with the core's messages."""
 
 import math
+import re
 
 import pandas as pd
 import pytest
@@ -91,6 +92,65 @@ def test_bad_arguments_are_scenario_errors(tmp_path):
         fabricsim.run({"workload": {"kind": "incast", "senders": 2, "size": 10}})
 
 
+def test_arguments_of_the_wrong_type_are_named():
+    # The core takes only exact types: these were bare TypeErrors from inside.
+    for bad in (5, ["host[0]"], b"host[0]"):
+        with pytest.raises(fabricsim.ScenarioError, match=r"pcap: expected a string of comma-separated port, host or switch names"):
+            fabricsim.run(SMALL, pcap=bad)
+    for bad in ("yes", 1, None):
+        with pytest.raises(fabricsim.ScenarioError, match="progress: expected True or False"):
+            fabricsim.run(SMALL, progress=bad)
+    with pytest.raises(fabricsim.ScenarioError, match="scenario: empty path"):
+        fabricsim.run("")
+
+
+def _small_dict(**topology):
+    return {"name": "small", "seed": 3,
+            "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 4, **topology},
+            "workload": [{"kind": "permutation", "size": "200KB"}],
+            "output": {"sample_interval": "5us"}}
+
+
+def _nested(depth, make):
+    x = 1
+    for _ in range(depth):
+        x = make(x)
+    return x
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda d: d["topology"].update(leaves=None), "topology.leaves: expected a value, got None"),
+    (lambda d: d.update(name=None), "name: expected a value, got None"),
+    (lambda d: d["topology"].update(leaves=float("nan")), "topology.leaves: expected a finite number, got nan"),
+    (lambda d: d["workload"][0].update(size=float("-inf")), "workload[0].size: expected a finite number, got -inf"),
+    (lambda d: d["topology"].update(kind=b"fat_tree"), "topology.kind: expected a string, number, boolean, table or list, got bytes"),
+    (lambda d: d["topology"].update({4: "k"}), "topology: keys must be strings, got int 4"),
+    # 5000 levels were a RecursionError from inside json.
+    (lambda d: d.update(extra=_nested(5000, lambda x: {"a": x})), "extra.a.a.a.*: nested more than 64 levels deep"),
+    (lambda d: d["workload"].append(_nested(5000, lambda x: [x])), r"workload\[1\]\[0\]\[0\].*: nested more than 64 levels deep"),
+])
+def test_bad_values_in_a_scenario_dict_name_the_key(change, message):
+    d = _small_dict()
+    change(d)
+    with pytest.raises(fabricsim.ScenarioError) as e:
+        fabricsim.validate(d)
+    assert re.match(message if "*" in message else re.escape(message), str(e.value)), str(e.value)
+
+
+def test_numpy_scalars_in_a_scenario_dict_are_plain_numbers():
+    np = pytest.importorskip("numpy")
+    d = _small_dict(leaves=np.int64(2), spines=np.int32(2), hosts_per_leaf=np.uint8(4))
+    d["seed"] = np.int64(3)
+    d["output"]["plots"] = np.bool_(False)
+    d["workload"][0]["size"] = np.int64(200_000)
+    a = fabricsim.run(d)
+    b = fabricsim.run(SMALL)
+    pd.testing.assert_frame_equal(a.flows, b.flows)
+    # A numpy float is a float, as a Python one is: refused for an integer key, by name.
+    with pytest.raises(fabricsim.ScenarioError, match="topology.mtu: expected an integer, got a float"):
+        fabricsim.validate(_small_dict(mtu=np.float64(4096.0)))
+
+
 def test_validate_and_catalog():
     info = fabricsim.validate(SMALL)
     assert info == {"name": "small", "hosts": 8, "connections": 8, "flows": 8, "transport": "roce"}
@@ -125,3 +185,12 @@ def test_all_reduce_reports_a_collective():
     # 14 dependent steps of 100KB: the collective takes at least 14 chunk times.
     assert c["duration_ns"] > 14 * 100_000 * 8 / 100
     assert 0 < c["busbw_gbps"] < 100
+
+
+def test_numpy_integers_are_accepted_as_arguments():
+    np = pytest.importorskip("numpy")
+    tiny = {"topology": {"kind": "leaf_spine", "leaves": 2, "spines": 1, "hosts_per_leaf": 1},
+            "workload": {"kind": "flows", "flows": [{"src": 0, "dst": 1, "size": "10KB"}]}}
+    a = fabricsim.run(tiny, seed=np.int64(3), partitions=np.int32(1), pcap_snap=np.uint16(64))
+    b = fabricsim.run(tiny, seed=3)
+    assert a.summary["seed"] == b.summary["seed"] == 3

@@ -1,9 +1,11 @@
 """The ``fabricsim`` command: run, validate, list, bench, and bad input."""
 
+import errno
 import json
 
 import pandas as pd
 
+import fabricsim.cli
 from conftest import SMALL, cli
 
 
@@ -99,3 +101,37 @@ def test_partitions_override_runs_the_scenario_on_two_threads(tmp_path, small_to
     s = json.loads((outs[0] / "summary.json").read_text())
     assert s["scenario"]["partitions"] == 2 and s["flows"]["unfinished"] == 0
     assert (outs[0] / "flows.parquet").read_bytes() == (outs[1] / "flows.parquet").read_bytes()
+
+
+def test_an_empty_scenario_path_is_refused(tmp_path):
+    # It used to run the bundled default scenario.
+    out = tmp_path / "o"
+    p = cli("run", "", "--out", str(out), cwd=tmp_path)
+    assert p.returncode == 2 and "fabricsim: error: scenario: empty path" in p.stderr
+    assert not out.exists()
+    p = cli("validate", "", cwd=tmp_path)
+    assert p.returncode == 2 and "fabricsim: error: scenario: empty path" in p.stderr
+
+
+def test_out_that_cannot_be_created_is_named_in_words_before_the_run(tmp_path, small_toml):
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    for out, message in [(afile / "x" / "y", f"--out {afile / 'x' / 'y'}: cannot create the output folder: {afile} is not a directory"),
+                         (afile, f"--out: {afile} already exists and is not a folder; choose a new folder")]:
+        p = cli("run", str(small_toml), "--out", str(out), "--quiet")
+        assert p.returncode == 2
+        assert p.stderr == f"fabricsim: error: {message}\n"
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["afile", "small.toml"]
+
+
+def test_a_failed_save_is_named_in_words_and_leaves_nothing(tmp_path, small_toml, monkeypatch, capsys):
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", full)
+    out = tmp_path / "a" / "b" / "o"
+    assert fabricsim.cli.main(["run", str(small_toml), "--out", str(out), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert err == f"fabricsim: error: --out {out}: cannot write the output folder: no space left on device\n"
+    # Neither the folder, nor its temporary sibling, nor the parents made for it.
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["small.toml"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from importlib import resources
@@ -15,10 +16,48 @@ from .results import Result
 
 ScenarioLike = Union[str, "os.PathLike[str]", Mapping[str, Any]]
 
+# Deeper than any real scenario (about 4 levels) and far below Python's recursion limit:
+# a dict nested thousands deep failed with a RecursionError from inside json.
+MAX_DEPTH = 64
+
 
 def default_scenario() -> Path:
     """Path of the bundled default scenario."""
     return Path(str(resources.files("fabricsim") / "scenarios" / "default.toml"))
+
+
+def _plain(value: Any, path: str, depth: int = 0) -> Any:
+    """A copy of a scenario dict's value with only JSON types, or a ScenarioError naming
+    the key path (as the core does: ``topology.k``, ``workload[0].size``).
+
+    The core would refuse None, NaN or a numpy scalar only with a JSON line and column,
+    so they are checked here. numpy scalars (and arrays) become Python values; numpy is
+    recognised by module name so that it is not imported here.
+    """
+    where = path or "scenario"
+    if depth > MAX_DEPTH:
+        # The start of the path is enough to find it; the whole one is 64 keys long.
+        raise ScenarioError(f"{where if len(where) <= 60 else where[:57] + '...'}: nested more than {MAX_DEPTH} levels deep")
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+        value = value.tolist()
+    if value is None:
+        raise ScenarioError(f"{where}: expected a value, got None (leave the key out for its default)")
+    if isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ScenarioError(f"{where}: expected a finite number, got {value!r}")
+        return float(value)
+    if isinstance(value, Mapping):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise ScenarioError(f"{where}: keys must be strings, got {type(k).__name__} {k!r}")
+            out[k] = _plain(v, f"{path}.{k}" if path else k, depth + 1)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
+    raise ScenarioError(f"{where}: expected a string, number, boolean, table or list, got {type(value).__name__}")
 
 
 def load(scenario: ScenarioLike) -> Tuple[str, str, Optional[Path]]:
@@ -28,10 +67,10 @@ def load(scenario: ScenarioLike) -> Tuple[str, str, Optional[Path]]:
     any other string containing ``=`` or a newline is taken as TOML text.
     """
     if isinstance(scenario, Mapping):
-        try:
-            return json.dumps(scenario), "json", None
-        except (TypeError, ValueError) as e:
-            raise ScenarioError(f"the scenario dict cannot be encoded: {e}") from None
+        return json.dumps(_plain(scenario, ""), allow_nan=False), "json", None
+    if isinstance(scenario, str) and not scenario:
+        # Path("") is ".", which was reported as "scenario file not found: .".
+        raise ScenarioError("scenario: empty path (expected a file path, TOML text or a dict)")
     if isinstance(scenario, (str, os.PathLike)):
         path = Path(scenario)
         if isinstance(scenario, os.PathLike) or path.is_file() or not ("=" in str(scenario) or "\n" in str(scenario)):
@@ -57,12 +96,21 @@ def run(scenario: ScenarioLike, *, seed: Optional[int] = None, progress: bool = 
     ``pcap_snap`` bytes; the file is ``Result.pcap`` and ``Result.save`` moves it into
     the output folder as ``capture.pcap``.
     """
+    # numpy integers (a sweep over numpy.arange) are plain integers here.
+    seed, partitions, pcap_snap = (v.item() if type(v).__module__ == "numpy" and hasattr(v, "item") else v
+                                   for v in (seed, partitions, pcap_snap))
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0 or seed >= 2**63):
         raise ScenarioError(f"seed: expected an integer between 0 and 2^63-1, got {seed!r}")
     if partitions is not None and (not isinstance(partitions, int) or isinstance(partitions, bool) or not 1 <= partitions <= 8):
         raise ScenarioError(f"partitions: expected an integer between 1 and 8, got {partitions!r}")
     if not isinstance(pcap_snap, int) or isinstance(pcap_snap, bool) or not 0 <= pcap_snap <= 65535:
         raise ScenarioError(f"pcap_snap: expected an integer between 0 and 65535, got {pcap_snap!r}")
+    # The core takes only these exact types and would raise a bare TypeError.
+    if not isinstance(progress, bool):
+        raise ScenarioError(f"progress: expected True or False, got {progress!r}")
+    if pcap is not None and not isinstance(pcap, str):
+        raise ScenarioError(f"pcap: expected a string of comma-separated port, host or switch names "
+                            f"(e.g. \"leaf[0].up[1],host[3]\") or None, got {pcap!r}")
     text, fmt, path = load(scenario)
     capture = None
     if pcap is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import textwrap
@@ -77,12 +78,44 @@ def summary_table(s: dict, out: Optional[Path]) -> str:
     return "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)
 
 
+def _reason(e: OSError) -> str:
+    """An OSError in words ("not a directory"), without the errno and repeated path."""
+    return (e.strerror or str(e)).lower()
+
+
+def _out_problem(out: Path) -> Optional[str]:
+    """Why results could not be written to ``out``, found before the run so that its time
+    is not wasted; nothing is created (the folder appears only when the run is saved)."""
+    try:
+        if out.exists() and not out.is_dir():
+            return f"--out: {out} already exists and is not a folder; choose a new folder"
+        if out.exists() and any(out.iterdir()):
+            return f"--out: {out} already exists and is not empty; choose a new folder"
+        # The folder is made beside ``out`` and renamed into place, so the nearest
+        # existing ancestor must be a folder we may create entries in.
+        parent = out.absolute().parent
+        while not parent.exists():
+            parent = parent.parent
+        if not parent.is_dir():
+            return f"--out {out}: cannot create the output folder: {parent} is not a directory"
+        if not os.access(parent, os.W_OK | os.X_OK):
+            return f"--out {out}: cannot create the output folder: permission denied in {parent}"
+    except OSError as e:
+        return f"--out {out}: cannot create the output folder: {_reason(e)}"
+    return None
+
+
 def _cmd_run(a: argparse.Namespace) -> int:
     from .api import default_scenario, load, run
 
-    scenario = a.scenario or default_scenario()
-    if a.out is not None and a.out.exists() and (not a.out.is_dir() or any(a.out.iterdir())):
-        return _fail(f"--out: {a.out} already exists and is not empty; choose a new folder")
+    if a.scenario == "":
+        # An empty string used to fall back to the bundled default scenario silently.
+        return _fail("scenario: empty path; name a scenario TOML file, or leave it out to run the bundled default")
+    scenario = default_scenario() if a.scenario is None else a.scenario
+    if a.out is not None:
+        problem = _out_problem(a.out)
+        if problem:
+            return _fail(problem)
     try:
         text, _, _ = load(scenario)
         result = run(scenario, seed=a.seed, progress=not a.quiet and sys.stderr.isatty(), pcap=a.pcap, pcap_snap=a.pcap_snap,
@@ -92,7 +125,13 @@ def _cmd_run(a: argparse.Namespace) -> int:
     out = a.out or _default_out(result.summary["name"])
     plots = bool(result.summary.get("scenario", {}).get("output", {}).get("plots", True)) and not a.no_plots
     result.scenario_text = text
-    result.save(out, plots=plots)
+    try:
+        result.save(out, plots=plots)
+    except OSError as e:
+        # Checked before the run, but the disk can fill or the folder appear meanwhile;
+        # save() leaves nothing behind.
+        where = f"--out {out}" if a.out is not None else f"output folder {out}"
+        return _fail(f"{where}: cannot write the output folder: {_reason(e)}", 1)
     if not a.quiet:
         print(summary_table(result.summary, out))
     return 0
@@ -101,6 +140,8 @@ def _cmd_run(a: argparse.Namespace) -> int:
 def _cmd_validate(a: argparse.Namespace) -> int:
     from .api import validate
 
+    if a.scenario == "":
+        return _fail("scenario: empty path; name a scenario TOML file")
     try:
         info = validate(a.scenario)
     except ScenarioError as e:

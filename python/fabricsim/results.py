@@ -101,9 +101,16 @@ class Result:
         out = Path(out)
         if out.exists() and (not out.is_dir() or any(out.iterdir())):
             raise FileExistsError(f"output folder {out} already exists and is not empty")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+        # The missing parents are made here and removed again if anything fails.
+        made = []
+        parent = out.parent
+        while not parent.exists():
+            made.append(parent)
+            parent = parent.parent
+        tmp = None
         try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
             for name in TABLES:
                 self.tables[name].to_parquet(tmp / f"{name}.parquet", index=False)
             if self.pcap is not None and Path(self.pcap).exists():
@@ -122,6 +129,12 @@ class Result:
                 out.rmdir()
             os.replace(tmp, out)
         except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+            for d in made:
+                try:
+                    d.rmdir()
+                except OSError:
+                    break
             raise
         return out
