@@ -200,19 +200,37 @@ impl Fabric {
         }
         let hosts = nodes.iter().filter(|n| n.kind == NodeKind::Host).count() as u32;
         let host_ports = nodes[..hosts as usize].iter().flat_map(|n| n.port_ids.iter().copied()).collect();
-        let shared = nodes
-            .iter()
-            .map(|n| {
-                let headroom: u64 = match cfg.pfc {
-                    Some(_) if n.kind == NodeKind::Switch => n
-                        .ports()
-                        .map(|p| pfc_headroom(ports[p as usize].rate.bps(), ports[p as usize].delay, max_frame))
-                        .sum(),
-                    _ => 0,
-                };
-                cfg.buffer.saturating_sub(headroom)
-            })
-            .collect();
+        let headroom = |n: &Node| -> u64 {
+            match cfg.pfc {
+                Some(_) if n.kind == NodeKind::Switch => n
+                    .ports()
+                    .map(|p| pfc_headroom(ports[p as usize].rate.bps(), ports[p as usize].delay, max_frame))
+                    .sum(),
+                _ => 0,
+            }
+        };
+        // Lossless only if every ingress port can fill to its XOFF floor and then
+        // absorb its headroom at once (an incast into a small buffer otherwise drops
+        // frames PFC was meant to hold back).
+        if let Some(pfc) = cfg.pfc {
+            if let Some(n) = nodes.iter().filter(|n| n.kind == NodeKind::Switch).max_by_key(|n| headroom(n)) {
+                let need = headroom(n) + pfc.min_xoff * n.ports().count() as u64;
+                if cfg.buffer < need {
+                    return Err(TopologyError::Invalid {
+                        field: "switch_buffer",
+                        message: format!(
+                            "{} bytes cannot be lossless under PFC: a switch with {} ports needs {need} \
+                             (each port's headroom, two link delays of bytes plus two frames, and \
+                             fabric.pfc.min_xoff = {}); raise it, lower min_xoff, or set fabric.pfc = false",
+                            cfg.buffer,
+                            n.ports().count(),
+                            pfc.min_xoff
+                        ),
+                    });
+                }
+            }
+        }
+        let shared = nodes.iter().map(|n| cfg.buffer.saturating_sub(headroom(n))).collect();
         let routes = Routes::compute(&nodes, &ports, plan.nics as usize, cfg.seed);
         let srv6 = srv6_tables(&nodes, &ports);
         Ok(Fabric {

@@ -103,7 +103,7 @@ pub const TOPOLOGY_COMMON: &[Param] = &[
     p("fabric_link", Ty::Rate, "= host_link", "Rate of switch-to-switch links."),
     p("link_delay", Ty::Duration, "1us", "One-way propagation delay of every link."),
     p("mtu", Ty::Int, "4096", "RoCE path MTU: largest payload per packet, bytes (256..9000). Headers come on top."),
-    p("switch_buffer", Ty::Size, "32MB", "Shared packet buffer per switch."),
+    p("switch_buffer", Ty::Size, "32MB", "Shared packet buffer per switch. Under PFC it must hold, for every port at once, fabric.pfc.min_xoff plus the headroom for what arrives after a PAUSE (two link delays of bytes and two frames), or PFC could not be lossless and the scenario is refused."),
 ];
 
 const LEAF_SPINE: &[Param] = &[

@@ -74,6 +74,10 @@ fn error_of(toml: &str) -> String {
     "",
     "fabric.drop_alpha: a switch would admit at most 1000 bytes into an empty queue, less than one 4096-byte packet"
 )]
+#[case::pfc_buffer_too_small(
+    "",
+    "topology.switch_buffer: 100000 bytes cannot be lossless under PFC: a switch with 4 ports needs"
+)]
 #[case::endless_stop("stop = \"2000000s\"\n", "stop: must be at most 1000000s (about 11.6 days of simulated time)")]
 #[case::bad_duration("", "transport.rto: expected a duration such as \"1us\"")]
 #[case::bad_toml("", "not valid TOML")]
@@ -115,6 +119,7 @@ fn bad_input_is_refused_with_the_key_named(#[case] prefix: &str, #[case] expecte
             "kind = \"flows\"\nflows = [{ src = 1, dst = 1, size = 10 }]",
         ),
         "transport.rto" => format!("{BASE}[transport]\nrto = \"soon\"\n"),
+        "topology.switch_buffer" => BASE.replace("hosts_per_leaf = 2", "hosts_per_leaf = 2\nswitch_buffer = \"100KB\""),
         "fabric.drop_alpha" => BASE.replace("hosts_per_leaf = 2", "hosts_per_leaf = 2\nswitch_buffer = \"100KB\"")
             + "[fabric]\npfc = false\ndrop_alpha = 0.01\n",
         "transport.min_rto" => format!("{BASE}[transport]\nkind = \"mrc\"\nmin_rto = \"500ns\"\n"),
