@@ -224,6 +224,14 @@ impl TopologySpec {
                     return Err(invalid("k", format!("must be an even number >= 2, got {k}")));
                 }
                 positive("pods", pods)?;
+                if pods > k {
+                    // A core switch has one port per pod: more pods than k would need
+                    // cores of a larger radix than the fabric's switches.
+                    return Err(invalid(
+                        "pods",
+                        format!("must be at most k = {k} (a core switch has a port per pod), got {pods}"),
+                    ));
+                }
                 positive("hosts_per_edge", hosts_per_edge)?;
                 below_1024("hosts_per_edge", hosts_per_edge)?;
                 let half = k / 2;

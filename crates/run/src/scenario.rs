@@ -214,7 +214,7 @@ impl Scenario {
         };
         let (topology, links, mtu, buffer) = parse_topology(topo)?;
         let empty = Value::Table(toml::Table::new());
-        let (mut fabric, reroute_after) = parse_fabric(top.raw("fabric").unwrap_or(&empty), buffer)?;
+        let (mut fabric, reroute_after) = parse_fabric(top.raw("fabric").unwrap_or(&empty), buffer, mtu)?;
         fabric.seed = seed;
         // An empty queue must take a full data packet, or no data ever crosses a switch
         // (a lossy fabric then trims or drops every one, for ever).
@@ -292,7 +292,10 @@ fn parse_topology(v: &Value) -> Result<(TopologySpec, LinkParams, u32, u64), Sce
     let mtu = r.int("mtu", 4096, 256, 9000)? as u32;
     let buffer = r.size("switch_buffer")?.unwrap_or(32_000_000);
     if buffer < 16_384 {
-        return Err(r.error("switch_buffer", format!("must hold a few packets (at least 16KB), got {buffer} bytes")));
+        return Err(r.error(
+            "switch_buffer",
+            format!("must hold a few packets (at least 16KiB = 16384 bytes), got {buffer} bytes"),
+        ));
     }
     let spec = match kind.as_str() {
         "leaf_spine" => TopologySpec::LeafSpine {
@@ -326,7 +329,7 @@ fn parse_topology(v: &Value) -> Result<(TopologySpec, LinkParams, u32, u64), Sce
 
 /// The switches' behaviour, and how long after a topology change ECMP tables are
 /// recomputed (`None`: never).
-fn parse_fabric(v: &Value, buffer: u64) -> Result<(FabricConfig, Option<Dur>), ScenarioError> {
+fn parse_fabric(v: &Value, buffer: u64, mtu: u32) -> Result<(FabricConfig, Option<Dur>), ScenarioError> {
     let mut r = Reader::new("fabric", v)?;
     let mut cfg = FabricConfig { buffer, ..FabricConfig::default() };
     cfg.pfc = match r.raw("pfc") {
@@ -380,6 +383,12 @@ fn parse_fabric(v: &Value, buffer: u64) -> Result<(FabricConfig, Option<Dur>), S
         Some(t @ Value::Table(_)) => {
             let mut s = Reader::new("fabric.trimming", t)?;
             let threshold = s.size("threshold")?.unwrap_or(u64::MAX);
+            if threshold < mtu as u64 {
+                // Below one packet every data packet meets a "full" queue: all trimmed.
+                return Err(
+                    s.error("threshold", format!("must be at least one packet (mtu = {mtu} bytes), got {threshold}"))
+                );
+            }
             s.finish(&[&key_doc("threshold")])?;
             Some(TrimConfig { threshold })
         }
@@ -517,7 +526,7 @@ fn window(r: &mut Reader<'_>, at_least: u32) -> Result<Option<u32>, ScenarioErro
 /// The RoCE keys shared by `roce` and `qp_scaling`.
 fn parse_roce(r: &mut Reader<'_>, line: Rate) -> Result<RoceConfig, ScenarioError> {
     let cc = r.choice("cc", "dcqcn", &["dcqcn", "none"])?;
-    let dcqcn = parse_dcqcn(r.raw("dcqcn"), line)?;
+    let dcqcn = parse_dcqcn(r.path("dcqcn"), r.raw("dcqcn"), line)?;
     let d = RoceConfig::default();
     Ok(RoceConfig {
         ack_interval: r.int("ack_interval", d.ack_interval as i64, 1, 1 << 20)? as u32,
@@ -546,9 +555,10 @@ fn rto_duration(r: &mut Reader<'_>, key: &'static str, default: Dur) -> Result<D
     Ok(d)
 }
 
-fn parse_dcqcn(v: Option<&Value>, line: Rate) -> Result<DcqcnConfig, ScenarioError> {
+/// `path`: where the table is (`transport.dcqcn` or `workload[i].transport.dcqcn`).
+fn parse_dcqcn(path: String, v: Option<&Value>, line: Rate) -> Result<DcqcnConfig, ScenarioError> {
     let Some(v) = v else { return Ok(DcqcnConfig::hpcc(line)) };
-    let mut r = Reader::new("transport.dcqcn", v)?;
+    let mut r = Reader::new(path, v)?;
     let preset = r.choice("preset", "hpcc", &["hpcc", "paper"])?;
     let d = if preset == "paper" { DcqcnConfig::paper() } else { DcqcnConfig::hpcc(line) };
     let cfg = DcqcnConfig {
@@ -769,7 +779,28 @@ fn parse_fault(i: usize, v: &Value, stop: Option<Dur>) -> Result<FaultSpec, Scen
         }
         _ => unreachable!("choice() only returns allowed kinds"),
     };
-    r.finish(&schema::FAULTS.iter().collect::<Vec<_>>())?;
+    // Keys of other kinds were read above (to give each its own message) but do not
+    // apply to this one: a `loss` on a link_down would otherwise be silently ignored.
+    let applies: &[&str] = match kind.as_str() {
+        "link_down" | "link_up" => &["link"],
+        "link_flap" => &["link", "period", "duty", "until"],
+        "link_loss" => &["link", "loss"],
+        "ev_loss" => &["link", "ev", "loss"],
+        "switch_down" | "switch_up" => &["switch"],
+        "delay" => &["link", "switch", "delay"],
+        _ => &["link", "switch", "rate"],
+    };
+    let allowed: Vec<&schema::Param> =
+        schema::FAULTS.iter().filter(|p| ["at", "kind"].contains(&p.key) || applies.contains(&p.key)).collect();
+    for p in schema::FAULTS {
+        if r.raw_peek(p.key).is_some() && !allowed.iter().any(|a| a.key == p.key) {
+            let names: Vec<&str> = allowed.iter().map(|a| a.key).collect();
+            return Err(
+                r.error(p.key, format!("does not apply to kind = \"{kind}\" (allowed here: {})", names.join(", ")))
+            );
+        }
+    }
+    r.finish(&allowed)?;
     Ok(FaultSpec { at, kind: kind_spec, target })
 }
 

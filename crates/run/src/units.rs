@@ -72,6 +72,30 @@ pub fn fmt_size(b: u64) -> String {
     format!("{b}B")
 }
 
+/// Bytes this process can still allocate: the smaller of the kernel's estimate of
+/// available memory and the room left under its address-space limit (`ulimit -v`).
+/// `None` where `/proc` does not say (not Linux).
+pub fn available_memory() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb = |text: &str, key: &str| -> Option<u64> {
+        let line = text.lines().find(|l| l.starts_with(key))?;
+        line.split_whitespace().nth(1)?.parse::<u64>().ok().map(|k| k * 1024)
+    };
+    let mut avail = kb(&meminfo, "MemAvailable:")?;
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+    let limit = limits
+        .lines()
+        .find(|l| l.starts_with("Max address space"))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .and_then(|v| v.parse::<u64>().ok());
+    if let Some(limit) = limit {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let used = kb(&status, "VmSize:").unwrap_or(0);
+        avail = avail.min(limit.saturating_sub(used));
+    }
+    Some(avail)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,28 +135,4 @@ mod tests {
         assert_eq!(fmt_size(8_000_000), "8MB");
         assert_eq!(fmt_size(4096), "4096B");
     }
-}
-
-/// Bytes this process can still allocate: the smaller of the kernel's estimate of
-/// available memory and the room left under its address-space limit (`ulimit -v`).
-/// `None` where `/proc` does not say (not Linux).
-pub fn available_memory() -> Option<u64> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kb = |text: &str, key: &str| -> Option<u64> {
-        let line = text.lines().find(|l| l.starts_with(key))?;
-        line.split_whitespace().nth(1)?.parse::<u64>().ok().map(|k| k * 1024)
-    };
-    let mut avail = kb(&meminfo, "MemAvailable:")?;
-    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
-    let limit = limits
-        .lines()
-        .find(|l| l.starts_with("Max address space"))
-        .and_then(|l| l.split_whitespace().nth(3))
-        .and_then(|v| v.parse::<u64>().ok());
-    if let Some(limit) = limit {
-        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-        let used = kb(&status, "VmSize:").unwrap_or(0);
-        avail = avail.min(limit.saturating_sub(used));
-    }
-    Some(avail)
 }

@@ -78,6 +78,13 @@ fn error_of(toml: &str) -> String {
     "",
     "topology.switch_buffer: 100000 bytes cannot be lossless under PFC: a switch with 4 ports needs"
 )]
+#[case::fault_key_of_another_kind(
+    "",
+    "faults[0].loss: does not apply to kind = \"link_down\" (allowed here: at, kind, link)"
+)]
+#[case::zero_trim_threshold("", "fabric.trimming.threshold: must be at least one packet (mtu = 4096 bytes), got 0")]
+#[case::too_many_pods("", "topology.pods: must be at most k = 4 (a core switch has a port per pod), got 5")]
+#[case::workload_dcqcn("", "workload[0].transport.dcqcn.g: must be between 0.000000001 and 1, got 5")]
 #[case::endless_stop("stop = \"2000000s\"\n", "stop: must be at most 1000000s (about 11.6 days of simulated time)")]
 #[case::bad_duration("", "transport.rto: expected a duration such as \"1us\"")]
 #[case::bad_toml("", "not valid TOML")]
@@ -120,6 +127,17 @@ fn bad_input_is_refused_with_the_key_named(#[case] prefix: &str, #[case] expecte
         ),
         "transport.rto" => format!("{BASE}[transport]\nrto = \"soon\"\n"),
         "topology.switch_buffer" => BASE.replace("hosts_per_leaf = 2", "hosts_per_leaf = 2\nswitch_buffer = \"100KB\""),
+        "faults[0].loss" => {
+            format!("{BASE}[[faults]]\nat = \"1us\"\nkind = \"link_down\"\nlink = \"leaf[0].up[0]\"\nloss = 0.5\n")
+        }
+        "fabric.trimming.threshold" => format!("{BASE}[fabric]\npfc = false\ntrimming = {{ threshold = 0 }}\n"),
+        "topology.pods" => BASE.replace(
+            "kind = \"leaf_spine\"\nleaves = 2\nspines = 2\nhosts_per_leaf = 2",
+            "kind = \"fat_tree\"\nk = 4\npods = 5",
+        ),
+        "workload[0].transport.dcqcn.g" => {
+            BASE.replace("senders = 2", "senders = 2\ntransport = { kind = \"roce\", dcqcn = { g = 5.0 } }")
+        }
         "fabric.drop_alpha" => BASE.replace("hosts_per_leaf = 2", "hosts_per_leaf = 2\nswitch_buffer = \"100KB\"")
             + "[fabric]\npfc = false\ndrop_alpha = 0.01\n",
         "transport.min_rto" => format!("{BASE}[transport]\nkind = \"mrc\"\nmin_rto = \"500ns\"\n"),
