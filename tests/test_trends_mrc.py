@@ -166,17 +166,20 @@ def test_a_slowed_host_link_is_congestion_not_a_broken_path(pfc):
     assert r.summary["drops"] == 0
 
 
-def test_a_plane_cut_in_two_moves_its_traffic_to_the_other_plane():
+@pytest.mark.parametrize("evs", [{}, {"evs": 4, "backup": 2}])
+def test_a_plane_cut_in_two_moves_its_traffic_to_the_other_plane(evs):
     # Both T1 switches of plane 0 die: between groups that plane has no path left, so
     # every EV of it fails. Its slots empty once no EV is left to try, resends that
     # time out twice move to the other plane, and probes keep testing plane 0.
-    # (Before, the tail packets were retried on plane 0 for ever: a stall.)
+    # (Before, the tail packets were retried on plane 0 for ever: a stall. With 4 EVs
+    # the sets stop growing and plane 0 empties within the run: a resend drawn by its
+    # port must go back to the queue for the other plane, not vanish.)
     def scenario(faults):
         return {
             "topology": {"kind": "multi_plane", "planes": 2, "groups": 2, "hosts_per_group": 2, "t1_per_plane": 2},
             "fabric": {"pfc": False, "trimming": True, "routing": "srv6"},
-            "transport": {"kind": "mrc"},
-            "workload": {"kind": "all_to_all", "size": "1MB"},
+            "transport": {"kind": "mrc", **evs},
+            "workload": {"kind": "all_to_all", "size": "4MB" if evs else "1MB"},
             "faults": [{"at": "10us", "kind": "switch_down", "switch": s} for s in faults],
         }
 

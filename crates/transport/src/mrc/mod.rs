@@ -394,10 +394,11 @@ impl Endpoint for MrcSender {
             return idle;
         }
         let Some((ev, slot)) = self.evs.next_slot(i, now, old) else {
-            // No active EV on this plane (cannot happen while backups last); put the
-            // retransmission back for another plane.
+            // No active EV on this plane (its slots were given up): the
+            // retransmission goes back to the head of the queue for another plane.
+            // (It is still marked lost, which `mark_lost` would refuse to queue again.)
             if old.is_some() {
-                self.buf.mark_lost(psn);
+                self.buf.requeue(psn);
             }
             return idle;
         };
