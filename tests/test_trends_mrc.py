@@ -189,3 +189,20 @@ def test_a_plane_cut_in_two_moves_its_traffic_to_the_other_plane(evs):
     # Cross-group pairs lose half their capacity; allow for finding that out.
     assert cut.flows["fct_ns"].max() < 4 * healthy.flows["fct_ns"].max()
     assert cut.summary["ev_retirements"] > 0
+
+
+def test_a_lost_packet_finds_the_one_healthy_plane_of_several():
+    # Five planes, the T1 of planes 0 and 1 down: a 16 KB flow's packets on those two
+    # planes are lost, and nothing is sent after them. Each timeout resends on a plane
+    # that has delivered since (not back and forth between the two dead ones, which
+    # never finished), so the flow ends after a few RTOs.
+    r = fabricsim.run({
+        "topology": {"kind": "multi_plane", "planes": 5, "groups": 2, "t1_per_plane": 1, "hosts_per_group": 1},
+        "fabric": {"pfc": False, "trimming": True},
+        "transport": {"kind": "mrc"},
+        "workload": {"kind": "flows", "flows": [{"src": 0, "dst": 1, "size": "16KB"}]},
+        "faults": [{"at": "0us", "kind": "switch_down", "switch": s} for s in ("t1[0]", "t1[1]")],
+        "stop": "100ms",
+    })
+    assert r.summary["ending"] == "all_finished"
+    assert r.flows["fct_ns"].max() < 1_000_000

@@ -310,7 +310,7 @@ pub fn endpoint_pair(
                     max: (ctx.bdp_bytes * s.cwnd_max).max(mtu),
                     md: s.md,
                     mtu,
-                    target: s.delay_target.unwrap_or(Some(ctx.base_rtt.mul(4))),
+                    target: s.delay_target.flatten(),
                 },
                 // Sprayed packets reorder by whole queueing delays: start RACK's window at
                 // one base RTT (still a few tens of microseconds to spot a dead path).

@@ -214,7 +214,7 @@ const MRC: &[Param] = &[
     p("write_imm", Ty::Bool, "true", "End every message with an RDMA WRITE with immediate (opcode LAST_IMM / ONLY_IMM, the message number as immediate data), MRC's completion signal: the receiver completes the message only once every packet is placed. false: plain WRITEs."),
     p("md", Ty::Float, "0.5", "Window cut on a trim NACK (at most once per RTT)."),
     p("cwnd_max", Ty::Float, "1.5", "Largest window, in BDPs of the whole NIC (the window starts at one BDP)."),
-    p("delay_target", Ty::Duration, "auto", "An RTT sample above this cuts the window by (rtt - target) / rtt, at most md, at most once per RTT (fabricsim's addition, as in Swift: trims need a full queue, so a slow last hop behind a deep buffer would otherwise keep every window queued); auto = 4 x base RTT; \"none\" = off."),
+    p("delay_target", Ty::Duration, "none", "An RTT sample above this cuts the window by (rtt - target) / rtt, at most md, at most once per RTT (fabricsim's addition, as in Swift: trims need a full queue, so a slow last hop behind a deep buffer keeps every window queued). Off by default: a fixed target also takes added propagation delay (a delay fault) for congestion and pins the window; \"none\" = off."),
     p("reverse_probe", Ty::Duration, "auto", "The receiver probes a random reverse EV this often while data arrives (MRC section 2.4); auto = base RTT."),
 ];
 

@@ -205,31 +205,35 @@ fn a_late_packet_on_a_slow_path_is_resent_but_its_ev_is_not_retired() {
 }
 
 /// Every path slows down at once (a degraded last hop behind a deep queue): data sent
-/// after 20 us takes 600 us to arrive, in order, far past the 50 us RTO. Nothing is
-/// lost, so no EV may be retired, and each timeout (nothing sent since got through)
-/// resends only the oldest packet rather than a window of copies into that queue.
+/// after 20 us takes 600 us, or 3 ms (beyond `max_rto`), to arrive, in order, far past
+/// the 50 us RTO. Nothing is lost, so no EV may be retired, and each timeout (nothing
+/// sent since got through) resends only the oldest packet and restarts the timer,
+/// rather than a window of copies into that queue (beyond `max_rto`, every packet
+/// older than the RTO used to go out at once).
 #[test]
 fn when_every_path_is_slow_timeouts_resend_one_packet_and_retire_nothing() {
-    let mut p = pair(6);
-    let base = p.delay;
-    let slow_from = Dur::from_us(20).ps();
-    p.delay_of =
-        Some(Box::new(
+    for slow in [Dur::from_us(600), Dur::from_ms(3)] {
+        let mut p = pair(6);
+        let base = p.delay;
+        let slow_from = Dur::from_us(20).ps();
+        p.delay_of = Some(Box::new(
             move |side, pkt: &Packet| {
                 if side == 0 && pkt.is_data() && pkt.ext.ts >= slow_from {
-                    Dur::from_us(600)
+                    slow
                 } else {
                     base
                 }
             },
         ));
-    p.post(Message { seq: 0, len: 300 * 4096, va: 0, rkey: 1 });
-    p.run(Time::MAX);
-    assert_eq!(p.acked().len(), 1, "the message completes");
-    let st = p.eps[0].stats();
-    assert!(st.timeouts >= 1, "the slowdown must cost timeouts ({})", st.timeouts);
-    assert!(st.retransmitted <= st.timeouts, "{} resends for {} timeouts", st.retransmitted, st.timeouts);
-    assert!(log(&mut p).iter().all(|l| l.state != EvState::Retired), "slow is not broken");
+        p.post(Message { seq: 0, len: 300 * 4096, va: 0, rkey: 1 });
+        p.run(Time::MAX);
+        assert_eq!(p.acked().len(), 1, "the message completes");
+        let st = p.eps[0].stats();
+        assert!(st.timeouts >= 1, "the slowdown must cost timeouts ({})", st.timeouts);
+        assert!(st.retransmitted <= st.timeouts, "{} resends for {} timeouts", st.retransmitted, st.timeouts);
+        assert!(st.timeouts <= 8, "{:?}: {} timeouts, the timer restarts and backs off", slow, st.timeouts);
+        assert!(log(&mut p).iter().all(|l| l.state != EvState::Retired), "slow is not broken");
+    }
 }
 
 #[test]

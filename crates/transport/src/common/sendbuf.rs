@@ -63,6 +63,8 @@ pub struct SendBuffer {
     events: VecDeque<AppEvent>,
     /// Send time of the most recently sent packet that has been acknowledged (RACK).
     newest_acked_sent: Time,
+    /// Whether `newest_acked_sent` has been set (a send at time 0 is a real time).
+    acked_any: bool,
     /// New PSNs are only sent below `una + window` (the receiver's bitmap).
     window: u32,
     /// The last packet of a message is a WRITE with immediate (its sequence number).
@@ -84,6 +86,7 @@ impl SendBuffer {
             inflight: 0,
             events: VecDeque::new(),
             newest_acked_sent: Time::ZERO,
+            acked_any: false,
             window: u32::MAX,
 
             imm: false,
@@ -296,6 +299,7 @@ impl SendBuffer {
         let before = self.ack_record(psn)?;
         if before.sends <= 1 {
             self.newest_acked_sent = self.newest_acked_sent.max(before.sent_at);
+            self.acked_any = true;
         }
         self.advance();
         self.prune();
@@ -307,6 +311,7 @@ impl SendBuffer {
     pub fn ack_copy(&mut self, psn: u32, sent: Time) -> Option<PsnRecord> {
         let before = self.ack_record(psn)?;
         self.newest_acked_sent = self.newest_acked_sent.max(sent.min(before.sent_at));
+        self.acked_any = true;
         self.advance();
         self.prune();
         Some(before)
@@ -421,6 +426,11 @@ impl SendBuffer {
     /// Send time of the most recently sent packet that has been acknowledged.
     pub fn newest_acked_sent(&self) -> Time {
         self.newest_acked_sent
+    }
+
+    /// [`newest_acked_sent`](Self::newest_acked_sent), `None` before any.
+    pub fn newest_acked_send(&self) -> Option<Time> {
+        self.acked_any.then_some(self.newest_acked_sent)
     }
 
     /// Declares lost every live packet sent at least `reo` before the newest

@@ -24,14 +24,15 @@
 //!   joins the backups.
 //! * A timeout proves a path lost its packet only if a packet sent later has come
 //!   back. If nothing has, every path may be merely slow (a degraded last hop behind a
-//!   deep buffer): only the oldest packet is resent, as TCP's RTO does, and no EV is
-//!   judged. A resend that times out as well is sent on another plane.
+//!   deep buffer): only the oldest packet is resent and the timer restarts, as TCP's
+//!   RTO does, and no EV is judged. A plane whose latest news is a timeout is suspect:
+//!   timed-out packets go to a plane that has delivered since.
 //! * A local port going down, or a peer's SACK bitmap showing its port down, takes that
 //!   plane out; packets in flight on it are resent on the others.
 //! * Congestion control is not specified by the paper; fabricsim uses one window per
 //!   connection ([`cc`]): additive increase per acknowledged packet, a multiplicative
-//!   cut on trim NACKs at most once per RTT (incast is where trims happen), and a cut
-//!   in proportion to how far an RTT sample exceeds a delay target (a slow last hop).
+//!   cut on trim NACKs at most once per RTT (incast is where trims happen), and
+//!   optionally a cut in proportion to how far an RTT sample exceeds a delay target.
 
 pub mod cc;
 pub mod evset;
@@ -81,6 +82,13 @@ pub struct MrcSender {
     lost: Vec<(u32, PsnRecord)>,
     /// RACK losses whose path is not yet known to have lost them: `(psn, ev, sent)`.
     suspects: Vec<(u32, u32, Time)>,
+    /// Per NIC port (plane): send time of the newest packet on it found lost by a
+    /// timeout, and of the newest acknowledged. A plane whose latest news is a timeout
+    /// is suspect: timed-out packets are resent elsewhere.
+    plane_lost: [Time; 8],
+    plane_acked: [Time; 8],
+    /// When the retransmission timer last fired (it restarts from there, RFC 6298).
+    last_rto: Time,
     /// RACK's reordering window is `reo × reo_mult`, at most the smoothed RTT.
     reo_mult: u32,
     /// Acknowledgements since the last spurious retransmission (to relax `reo_mult`).
@@ -101,6 +109,9 @@ impl MrcSender {
             ctrl: vec![VecDeque::new(); info.ports as usize],
             lost: Vec::new(),
             suspects: Vec::new(),
+            plane_lost: [Time::ZERO; 8],
+            plane_acked: [Time::ZERO; 8],
+            last_rto: Time::ZERO,
             reo_mult: 1,
             acks_since_spurious: 0,
             stats: EndpointStats::default(),
@@ -133,16 +144,17 @@ impl MrcSender {
 
     /// Packets found lost in `self.lost`: untrimmed losses retire their EVs (unless the
     /// plane itself is down, which says nothing about the path), once the path is shown
-    /// to have lost the packet. A timeout shows it if a packet sent later has been
-    /// acknowledged; RACK (a later packet was acknowledged, but sprayed packets reorder
+    /// to have lost the packet. A timeout shows it if a packet sent as late or later has
+    /// been acknowledged; RACK (a later packet was acknowledged, but sprayed packets reorder
     /// by whole queueing differences) only suspects the EV: it leaves the rotation
     /// until [`settle_suspects`](Self::settle_suspects) decides. A timeout with nothing
     /// later through says nothing about any one path (all may be merely slow, and
     /// retiring them all would only add probes to the queue that slows them).
     fn handle_losses(&mut self, now: Time, timeout: bool) {
-        let progress = self.buf.newest_acked_sent();
+        let progress = self.buf.newest_acked_send();
         for (psn, rec) in std::mem::take(&mut self.lost) {
-            let later_through = progress > rec.sent_at;
+            // (Sent at the same instant counts: the other planes' ports send together.)
+            let later_through = progress.is_some_and(|p| p >= rec.sent_at);
             if !self.plane_usable(rec.port) || (timeout && !later_through) {
                 if let Some(s) = self.evs.stats_mut(rec.ev) {
                     s.losses += 1;
@@ -168,7 +180,7 @@ impl MrcSender {
     ///   path lost it. (With nothing later through, the suspicion stands.)
     fn settle_suspects(&mut self, now: Time, sack: Option<&Ext>) {
         let rto = self.rtt.rto();
-        let progress = self.buf.newest_acked_sent();
+        let progress = self.buf.newest_acked_send();
         let mut i = 0;
         while i < self.suspects.len() {
             let (s_psn, s_ev, s_sent) = self.suspects[i];
@@ -179,7 +191,7 @@ impl MrcSender {
                 if !self.suspects.iter().any(|s| s.1 == s_ev) {
                     self.evs.clear(s_ev, now);
                 }
-            } else if overtaken || (s_sent + rto <= now && progress > s_sent) {
+            } else if overtaken || (s_sent + rto <= now && progress.is_some_and(|p| p >= s_sent)) {
                 self.suspects.swap_remove(i);
                 self.evs.retire(s_ev, now);
             } else {
@@ -197,6 +209,8 @@ impl MrcSender {
 
     fn on_sack(&mut self, now: Time, e: &Ext) {
         let acked = self.buf.ack_copy(e.ack_psn, Time(e.ts));
+        let plane = (fabricsim_wire::ev_plane(e.ev) & 7) as usize;
+        self.plane_acked[plane] = self.plane_acked[plane].max(Time(e.ts));
         self.evs.delivered(e.ev, Time(e.ts));
         if !self.suspects.is_empty() {
             self.settle_suspects(now, Some(e));
@@ -255,12 +269,25 @@ impl MrcSender {
         self.handle_losses(now, false);
     }
 
-    /// Whether a plane other than `port`'s is usable and has an active EV.
+    /// Whether plane `port`'s latest news is a packet lost to a timeout.
+    fn plane_suspect(&self, port: u8) -> bool {
+        self.plane_lost[port as usize & 7] > self.plane_acked[port as usize & 7]
+    }
+
+    /// Whether a plane other than `port`'s is usable, has an active EV and is not
+    /// suspect.
     fn other_plane_open(&self, port: u8) -> bool {
         (0..self.info.ports).any(|k| {
             let q = self.info.first_port + k;
-            q != port && self.plane_usable(q) && self.evs.has_active(k)
+            q != port && self.plane_usable(q) && self.evs.has_active(k) && !self.plane_suspect(q)
         })
+    }
+
+    /// When the retransmission timer fires: an RTO after the oldest live send, and
+    /// after the timer last fired.
+    fn rto_deadline(&self) -> Option<Time> {
+        let rto = self.rtt.rto();
+        self.buf.oldest_send().map(|t| (t + rto).max(self.last_rto + rto))
     }
 
     fn plane_mask(&self) -> u8 {
@@ -323,22 +350,25 @@ impl Endpoint for MrcSender {
 
     fn on_timeout(&mut self, now: Time) {
         let rto = self.rtt.rto();
-        if self.buf.expire_oldest(now, rto, &mut self.lost) {
+        if self.rto_deadline().is_some_and(|d| d <= now) && self.buf.expire_oldest(now, rto, &mut self.lost) {
             self.stats.timeouts += 1;
             self.rtt.on_timeout();
-            // If a packet sent after the oldest has been acknowledged, the paths work
+            self.last_rto = now;
+            // If a packet sent as late or later has been acknowledged, the paths work
             // and whatever is an RTO old was lost on its path. If nothing sent since
             // has come back, the paths may all be merely slow (a slowed last hop behind
-            // a deep queue): resend only the oldest, as TCP's RTO does (the rest stays
-            // in flight; resending a whole window into that queue would double it).
-            // That one copy is also what gets through when only the acknowledgements
-            // are lost: the receiver sees a duplicate and repairs its reverse path.
-            if self.buf.newest_acked_sent() > self.lost[0].1.sent_at {
+            // a deep queue): resend only the oldest and restart the timer, as TCP's RTO
+            // does (resending a whole window into that queue would double it). That
+            // one copy is also what gets through when only the acknowledgements are
+            // lost: the receiver sees a duplicate and repairs its reverse path.
+            if self.buf.newest_acked_send().is_some_and(|p| p >= self.lost[0].1.sent_at) {
                 self.buf.expire(now, rto, &mut self.lost);
             }
         }
-        for &(psn, _) in &self.lost {
+        for &(psn, rec) in &self.lost {
             self.buf.mark_timed_out(psn);
+            let p = rec.port as usize & 7;
+            self.plane_lost[p] = self.plane_lost[p].max(rec.sent_at);
         }
         self.handle_losses(now, true);
         self.settle_suspects(now, None);
@@ -383,13 +413,13 @@ impl Endpoint for MrcSender {
             return idle;
         }
         let Some((psn, old)) = self.buf.take_next() else { return Poll::Idle };
-        let twice_here = self.buf.record(psn).is_some_and(|r| r.timed_out && r.sends >= 2 && r.port == port);
-        if old.is_some() && twice_here && self.other_plane_open(port) {
-            // A resend that timed out too is sent on another plane, while one can take
-            // it (Linux rehashes a flow's path on a timeout for the same reason): a
-            // plane whose T1s are all down loses every EV of it, and a lone tail packet
-            // retried there would time out for ever. Only a second loss moves it: a
-            // first is most likely a random drop, and the port at hand is free now.
+        let timed_out = self.buf.record(psn).is_some_and(|r| r.timed_out);
+        if old.is_some() && timed_out && self.plane_suspect(port) && self.other_plane_open(port) {
+            // A packet lost to a timeout is resent on a plane that has delivered since
+            // its last such loss, while one can take it (Linux rehashes a flow's path
+            // on a timeout for the same reason): a plane whose T1s are all down loses
+            // every EV of it, and a lone tail packet retried there, or on another dead
+            // plane in turn, would time out for ever.
             self.buf.requeue(psn);
             return idle;
         }
@@ -407,8 +437,7 @@ impl Endpoint for MrcSender {
     }
 
     fn poll_timeout(&self) -> Option<Time> {
-        let rto = self.buf.oldest_send().map(|t| t + self.rtt.rto());
-        match (rto, self.evs.next_probe_timeout()) {
+        match (self.rto_deadline(), self.evs.next_probe_timeout()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
