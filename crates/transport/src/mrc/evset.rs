@@ -519,6 +519,13 @@ impl EvSets {
         self.entries[i as usize].stats.losses += 1;
         if let Some(pos) = self.active[p].iter().position(|&a| a == i) {
             if !self.replace_active(p, pos, now) {
+                if self.active.iter().map(Vec::len).sum::<usize>() == 1 {
+                    // The connection's last active EV stays in use: with no plane left
+                    // to carry it, a link losing half its packets (which retires EV
+                    // after EV) would stop the connection until probes, which need
+                    // several answers in a row, brought one back.
+                    return;
+                }
                 self.active[p].remove(pos);
                 self.empty_slots[p] += 1;
             }
@@ -754,6 +761,20 @@ mod tests {
         }
         assert_eq!(s.active_per_plane(), vec![1, 4, 4, 4]);
         assert_eq!(s.next(0, now, None), Some(back));
+    }
+
+    #[test]
+    fn the_last_active_ev_of_a_connection_stays_in_use() {
+        // One plane losing every packet (or half of them): slots empty down to one,
+        // which keeps carrying the connection rather than leave it nothing to send on.
+        let mut s = EvSets::new(cfg(), 0, 1, Time::ZERO, Rng::new(3));
+        for k in 0..100_000u64 {
+            let now = Time(k * 1_000_000);
+            let ev = s.next(0, now, None).expect("an active EV is always left");
+            s.retire(ev, now);
+        }
+        assert_eq!(s.active_per_plane(), vec![1]);
+        assert!(s.entries.len() <= s.max_entries());
     }
 
     #[test]
