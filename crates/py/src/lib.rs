@@ -178,7 +178,7 @@ fn run<'py>(
             let ending = sim.run(&mut tick);
             let mem = Memory { built, peak: alloc::peak() };
             let captured = sim.finish_capture();
-            Ok((fabricsim_run::results(&sim, ending), mem, captured))
+            Ok((fabricsim_run::results(&mut sim, ending), mem, captured))
         });
         (r, interrupted)
     });

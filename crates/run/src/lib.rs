@@ -94,14 +94,16 @@ pub fn validate(scenario: &Scenario) -> Result<(u32, usize, usize), ScenarioErro
 pub fn run(scenario: Scenario, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<RunResult, ScenarioError> {
     let mut sim = Sim::new(scenario)?;
     let ending = sim.run(progress);
-    Ok(results(&sim, ending))
+    Ok(results(&mut sim, ending))
 }
 
-/// The result tables of a finished simulation.
-pub fn results(sim: &Sim, ending: Ending) -> RunResult {
+/// The result tables of a finished simulation (the port time series is moved out of
+/// it: the largest table, not copied).
+pub fn results(sim: &mut Sim, ending: Ending) -> RunResult {
+    let summary = metrics::summary(sim, ending);
     RunResult {
         flows: metrics::flow_table(sim),
-        ports: sim.sampler.table(),
+        ports: sim.sampler.take_table(),
         port_names: (0..sim.fabric.ports.len() as u32).map(|p| sim.fabric.port_name(p)).collect(),
         collectives: metrics::collective_table(sim),
         paths: metrics::path_table(sim),
@@ -110,7 +112,7 @@ pub fn results(sim: &Sim, ending: Ending) -> RunResult {
         throughput: metrics::throughput_table(sim),
         faults: metrics::fault_table(sim),
         connections: metrics::connection_table(sim),
-        summary: metrics::summary(sim, ending),
+        summary,
         ending,
     }
 }

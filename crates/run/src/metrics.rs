@@ -30,11 +30,20 @@ pub(crate) fn sample_after(last: Time, interval: Dur, next_event: Time) -> Time 
     last + Dur::from_ps(whole * interval.ps())
 }
 
+/// Rows the port time series may hold (about 1 GB of columns): sampling stops there,
+/// and the summary says when. A long run of a large or busy fabric at a fine interval
+/// otherwise filled the memory and the process aborted (16 s simulated at 10 us).
+pub const MAX_SAMPLE_ROWS: usize = 12_000_000;
+
 /// Samples every port each interval, keeping rows only for ports that did something
 /// (sent, queued, marked, dropped, paused) in that interval: a missing row means idle.
 pub struct Sampler {
     interval: Dur,
     last: Time,
+    /// Rows this sampler may hold (a partition's share of [`MAX_SAMPLE_ROWS`]).
+    pub(crate) max_rows: usize,
+    /// When sampling stopped at `max_rows`.
+    stopped: Option<Time>,
     prev: Vec<Snap>,
     time_ns: Vec<u64>,
     port: Vec<u32>,
@@ -50,15 +59,21 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    /// A sampler for `fabric` (disabled when `interval` is zero).
-    pub fn new(fabric: &Fabric, interval: Dur) -> Sampler {
-        Sampler { prev: vec![Snap::default(); fabric.ports.len()], ..Sampler::empty(interval, Time::ZERO) }
+    /// A sampler for `fabric` (disabled when `interval` is zero), one of `partitions`.
+    pub fn new(fabric: &Fabric, interval: Dur, partitions: u8) -> Sampler {
+        Sampler {
+            prev: vec![Snap::default(); fabric.ports.len()],
+            max_rows: MAX_SAMPLE_ROWS / partitions.max(1) as usize,
+            ..Sampler::empty(interval, Time::ZERO)
+        }
     }
 
     fn empty(interval: Dur, last: Time) -> Sampler {
         Sampler {
             interval,
             last,
+            max_rows: MAX_SAMPLE_ROWS,
+            stopped: None,
             prev: Vec::new(),
             time_ns: Vec::new(),
             port: Vec::new(),
@@ -74,9 +89,14 @@ impl Sampler {
         }
     }
 
-    /// Whether sampling is on.
+    /// Whether sampling is on (and has not stopped at its row limit).
     pub fn enabled(&self) -> bool {
-        self.interval > Dur::ZERO
+        self.interval > Dur::ZERO && self.stopped.is_none()
+    }
+
+    /// When sampling stopped at [`MAX_SAMPLE_ROWS`], if it did.
+    pub fn stopped(&self) -> Option<Time> {
+        self.stopped
     }
 
     /// Records the interval ending at `now` and restarts the ports' queue maxima.
@@ -124,6 +144,9 @@ impl Sampler {
             port.stats.queue_max = q;
         }
         self.last = now;
+        if self.time_ns.len() >= self.max_rows {
+            self.stopped = Some(now);
+        }
     }
 
     /// Merges the samples another partition took of its ports (`theirs(port)`) into
@@ -135,12 +158,21 @@ impl Sampler {
             }
         }
         self.last = self.last.max(o.last);
+        let stopped = match (self.stopped, o.stopped) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let mut order: Vec<(u64, u32, bool, usize)> = (0..self.time_ns.len())
             .map(|i| (self.time_ns[i], self.port[i], false, i))
             .chain((0..o.time_ns.len()).map(|i| (o.time_ns[i], o.port[i], true, i)))
             .collect();
         order.sort_by_key(|r| (r.0, r.1));
-        let mut merged = Sampler { prev: std::mem::take(&mut self.prev), ..Sampler::empty(self.interval, self.last) };
+        let mut merged = Sampler {
+            prev: std::mem::take(&mut self.prev),
+            max_rows: self.max_rows,
+            stopped,
+            ..Sampler::empty(self.interval, self.last)
+        };
         for (_, _, other, i) in order {
             let src = if other { o } else { &*self };
             merged.time_ns.push(src.time_ns[i]);
@@ -158,20 +190,21 @@ impl Sampler {
         *self = merged;
     }
 
-    /// The port time series.
-    pub fn table(&self) -> Table {
+    /// The port time series, moved out (a copy would double the largest table's
+    /// memory just as the run ends).
+    pub fn take_table(&mut self) -> Table {
         let mut t = Table::default();
-        t.push("time_ns", Column::U64(self.time_ns.clone()))
-            .push("port_id", Column::U32(self.port.clone()))
-            .push("tx_bytes", Column::U64(self.tx_bytes.clone()))
-            .push("utilization", Column::F64(self.util.clone()))
-            .push("queue_bytes", Column::U64(self.queue_bytes.clone()))
-            .push("queue_max_bytes", Column::U64(self.queue_max.clone()))
-            .push("ecn_marks", Column::U64(self.ecn_marks.clone()))
-            .push("drops", Column::U64(self.drops.clone()))
-            .push("trims", Column::U64(self.trims.clone()))
-            .push("pause_ns", Column::U64(self.pause_ns.clone()))
-            .push("pfc_pauses_sent", Column::U64(self.pauses_sent.clone()));
+        t.push("time_ns", Column::U64(std::mem::take(&mut self.time_ns)))
+            .push("port_id", Column::U32(std::mem::take(&mut self.port)))
+            .push("tx_bytes", Column::U64(std::mem::take(&mut self.tx_bytes)))
+            .push("utilization", Column::F64(std::mem::take(&mut self.util)))
+            .push("queue_bytes", Column::U64(std::mem::take(&mut self.queue_bytes)))
+            .push("queue_max_bytes", Column::U64(std::mem::take(&mut self.queue_max)))
+            .push("ecn_marks", Column::U64(std::mem::take(&mut self.ecn_marks)))
+            .push("drops", Column::U64(std::mem::take(&mut self.drops)))
+            .push("trims", Column::U64(std::mem::take(&mut self.trims)))
+            .push("pause_ns", Column::U64(std::mem::take(&mut self.pause_ns)))
+            .push("pfc_pauses_sent", Column::U64(std::mem::take(&mut self.pauses_sent)));
         t
     }
 }
@@ -320,6 +353,7 @@ pub fn summary(sim: &Sim, ending: Ending) -> Value {
         "hosts": sim.fabric.hosts(),
         "ending": match ending { Ending::AllFinished => "all_finished", Ending::StopTime => "stop_time", Ending::Stalled => "stalled", Ending::Cancelled => "cancelled" },
         "sim_time_ns": sim.now().as_ns(),
+        "sampling_stopped_ns": sim.sampler.stopped().map(|t| t.as_ns()),
         "events": sim.events(),
         "packet_hops": tot.packet_hops,
         "drops": tot.drops(),
@@ -473,4 +507,30 @@ pub fn connection_table(sim: &Sim) -> Table {
         .push("ooo_max", Column::I64(ooo.iter().map(|h| h.as_ref().map_or(-1, |h| h.max() as i64)).collect()))
         .push("ooo_p99", Column::I64(ooo.iter().map(|h| h.as_ref().map_or(-1, |h| h.quantile(0.99) as i64)).collect()));
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::sim::Sim;
+    use crate::Scenario;
+
+    #[test]
+    fn sampling_stops_at_its_row_limit_and_the_summary_says_when() {
+        let toml = "[topology]\nkind = \"leaf_spine\"\nleaves = 2\nspines = 2\nhosts_per_leaf = 2\n\
+                    [[workload]]\nkind = \"permutation\"\nsize = \"2MB\"\n[output]\nsample_interval = \"1us\"";
+        let full = crate::run(Scenario::from_toml(toml).unwrap(), &mut |_| true).unwrap();
+        let mut sim = Sim::new(Scenario::from_toml(toml).unwrap()).unwrap();
+        sim.sampler.max_rows = 100;
+        let ending = sim.run(&mut |_| true);
+        let r = crate::results(&mut sim, ending);
+        let rows = r.ports.rows();
+        assert!((100..100 + 16).contains(&rows), "{rows} rows: stopped within one sample of the limit");
+        let stopped = r.summary["sampling_stopped_ns"].as_u64().expect("the summary says when");
+        assert!(stopped > 0 && stopped < r.summary["sim_time_ns"].as_u64().unwrap());
+        // Everything else is as in the run that sampled to the end.
+        assert_eq!(full.summary["sampling_stopped_ns"], serde_json::Value::Null);
+        assert!(full.ports.rows() > rows);
+        assert_eq!(full.summary["events"], r.summary["events"]);
+        assert_eq!(full.flows.rows(), r.flows.rows());
+    }
 }

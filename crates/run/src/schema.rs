@@ -292,7 +292,7 @@ pub const FAULTS: &[Param] = &[
 
 /// `[output]` keys.
 pub const OUTPUT: &[Param] = &[
-    p("sample_interval", Ty::Duration, "10us", "Port time-series period; \"0us\" turns sampling off."),
+    p("sample_interval", Ty::Duration, "10us", "Port time-series period; \"0us\" turns sampling off. Sampling stops once ports.parquet holds 12,000,000 rows (the summary says when: sampling_stopped_ns)."),
     p("plots", Ty::Bool, "true", "Draw the standard PNG plots into the output folder."),
 ];
 

@@ -591,7 +591,7 @@ impl Sim {
         }
         let nconns = conns.len();
         let nics = vec![NicQueues::default(); (fabric.hosts() * nics_per_host) as usize];
-        let sampler = Sampler::new(&fabric, scenario.output.sample_interval);
+        let sampler = Sampler::new(&fabric, scenario.output.sample_interval, scenario.partitions);
         let deep_prefetch = fabric.ports.len() >= DEEP_PREFETCH_PORTS;
         let sim = Sim {
             scenario,

@@ -18,7 +18,7 @@ pub fn run(toml: &str) -> (Sim, RunResult) {
 pub fn run_scenario(sc: Scenario) -> (Sim, RunResult) {
     let mut sim = Sim::new(sc).unwrap_or_else(|e| panic!("{e}"));
     let ending = sim.run(&mut |_| true);
-    let r = results(&sim, ending);
+    let r = results(&mut sim, ending);
     (sim, r)
 }
 
