@@ -206,3 +206,24 @@ def test_a_lost_packet_finds_the_one_healthy_plane_of_several():
     })
     assert r.summary["ending"] == "all_finished"
     assert r.flows["fct_ns"].max() < 1_000_000
+
+
+def test_resends_leave_a_plane_that_lost_everything():
+    # Three planes, one T1 each; plane 0's dies mid-transfer. The packets in flight on
+    # it are lost, and so would be every resend there: lost packets go to planes whose
+    # latest news is delivery (before, a third of each round of resends went back to
+    # the dead plane: 5.6x the healthy time).
+    def scenario(faults):
+        return {
+            "topology": {"kind": "multi_plane", "planes": 3, "groups": 2, "t1_per_plane": 1, "hosts_per_group": 1,
+                         "host_link": "200Gbps"},
+            "fabric": {"pfc": False, "trimming": True},
+            "transport": {"kind": "mrc"},
+            "workload": {"kind": "flows", "flows": [{"src": 0, "dst": 1, "size": "4MB"}]},
+            "faults": faults,
+        }
+
+    healthy = fabricsim.run(scenario([]))
+    cut = fabricsim.run(scenario([{"at": "50us", "kind": "switch_down", "switch": "t1[0]"}]))
+    assert cut.summary["ending"] == "all_finished"
+    assert cut.flows["fct_ns"].max() < 2.5 * healthy.flows["fct_ns"].max()

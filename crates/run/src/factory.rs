@@ -317,6 +317,7 @@ pub fn endpoint_pair(
                 reo: s.reo.unwrap_or(ctx.base_rtt.max(Dur::from_us(2))),
                 min_rto: s.min_rto,
                 max_rto: s.max_rto,
+                base_rtt: ctx.base_rtt,
                 write_imm: s.write_imm,
             };
             let rcfg = SprayResponderConfig {

@@ -28,6 +28,7 @@ fn cfg() -> MrcConfig {
         reo: Dur::from_us(2),
         min_rto: Dur::from_us(50),
         max_rto: Dur::from_ms(1),
+        base_rtt: Dur::from_us(4),
         write_imm: true,
     }
 }

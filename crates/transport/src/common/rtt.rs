@@ -9,6 +9,8 @@ pub struct RttEstimator {
     rttvar: u64,
     min_rto: Dur,
     max_rto: Dur,
+    /// The timeout before the first sample.
+    initial: Dur,
     /// Consecutive timeouts without a new sample: the RTO doubles for each.
     backoff: u32,
 }
@@ -16,7 +18,13 @@ pub struct RttEstimator {
 impl RttEstimator {
     /// An estimator whose RTO stays within `[min_rto, max_rto]`.
     pub fn new(min_rto: Dur, max_rto: Dur) -> RttEstimator {
-        RttEstimator { srtt: None, rttvar: 0, min_rto, max_rto, backoff: 0 }
+        RttEstimator { srtt: None, rttvar: 0, min_rto, max_rto, initial: min_rto.mul(4), backoff: 0 }
+    }
+
+    /// The timeout before the first sample (default: four times `min_rto`).
+    pub fn with_initial(mut self, initial: Dur) -> RttEstimator {
+        self.initial = initial;
+        self
     }
 
     /// Folds in one sample (gains 1/8 and 1/4 as in RFC 6298).
@@ -45,14 +53,14 @@ impl RttEstimator {
         self.backoff = (self.backoff + 1).min(16);
     }
 
-    /// `(srtt + 4 rttvar) × 2^backoff`, at least `min_rto`; four times `min_rto`
+    /// `(srtt + 4 rttvar) × 2^backoff`, at least `min_rto`; the initial timeout
     /// before the first sample. `max_rto` caps the backoff but never the measured
     /// `srtt + 4 rttvar`: a timeout shorter than the RTT it has measured (a slowed link
     /// behind a deep buffer) would fire on every packet, and each spurious resend adds
     /// to the queue that caused it (RFC 6298 puts the maximum at 60 s for that reason).
     pub fn rto(&self) -> Dur {
         let base = match self.srtt {
-            None => self.min_rto.mul(4).min(self.max_rto),
+            None => self.initial.min(self.max_rto),
             Some(s) => Dur(s + 4 * self.rttvar),
         }
         .max(self.min_rto);

@@ -60,6 +60,8 @@ pub struct MrcConfig {
     pub min_rto: Dur,
     /// Largest retransmission timeout.
     pub max_rto: Dur,
+    /// Unloaded round trip (sets the timeout before the first RTT sample).
+    pub base_rtt: Dur,
     /// End messages with WRITE with immediate (MRC's completion signal).
     pub write_imm: bool,
 }
@@ -82,11 +84,13 @@ pub struct MrcSender {
     lost: Vec<(u32, PsnRecord)>,
     /// RACK losses whose path is not yet known to have lost them: `(psn, ev, sent)`.
     suspects: Vec<(u32, u32, Time)>,
-    /// Per NIC port (plane): send time of the newest packet on it found lost by a
-    /// timeout, and of the newest acknowledged. A plane whose latest news is a timeout
-    /// is suspect: timed-out packets are resent elsewhere.
+    /// Per NIC port (plane): send time of the newest packet on it found lost, and of
+    /// the newest acknowledged. A plane whose latest news is a loss is suspect: lost
+    /// packets are resent elsewhere.
     plane_lost: [Time; 8],
     plane_acked: [Time; 8],
+    /// Bit `p` set once any acknowledgement came back for a packet sent on plane `p`.
+    plane_heard: u8,
     /// When the retransmission timer last fired (it restarts from there, RFC 6298).
     last_rto: Time,
     /// RACK's reordering window is `reo × reo_mult`, at most the smoothed RTT.
@@ -103,7 +107,11 @@ impl MrcSender {
             buf: SendBuffer::new(info.mtu).with_imm(cfg.write_imm),
             evs: EvSets::new(cfg.evs, info.first_port, info.ports, now, rng),
             cc: MrcCc::new(cfg.cc),
-            rtt: RttEstimator::new(cfg.min_rto, cfg.max_rto),
+            // Before any sample, time out after a few base RTTs rather than four
+            // minimum RTOs: a short message whose packets and acknowledgements all
+            // took a dead switch otherwise waited 200 us, then 400 more. A timeout
+            // that proves nothing costs only one resend (see `on_timeout`).
+            rtt: RttEstimator::new(cfg.min_rto, cfg.max_rto).with_initial(cfg.min_rto.max(cfg.base_rtt.mul(4))),
             local_up: u8::MAX,
             peer_up: u8::MAX,
             ctrl: vec![VecDeque::new(); info.ports as usize],
@@ -111,6 +119,7 @@ impl MrcSender {
             suspects: Vec::new(),
             plane_lost: [Time::ZERO; 8],
             plane_acked: [Time::ZERO; 8],
+            plane_heard: 0,
             last_rto: Time::ZERO,
             reo_mult: 1,
             acks_since_spurious: 0,
@@ -211,6 +220,7 @@ impl MrcSender {
         let acked = self.buf.ack_copy(e.ack_psn, Time(e.ts));
         let plane = (fabricsim_wire::ev_plane(e.ev) & 7) as usize;
         self.plane_acked[plane] = self.plane_acked[plane].max(Time(e.ts));
+        self.plane_heard |= 1 << plane;
         self.evs.delivered(e.ev, Time(e.ts));
         if !self.suspects.is_empty() {
             self.settle_suspects(now, Some(e));
@@ -266,20 +276,34 @@ impl MrcSender {
         }
         let reo = self.reo();
         self.buf.rack(reo, &mut self.lost);
+        self.note_plane_losses();
         self.handle_losses(now, false);
     }
 
-    /// Whether plane `port`'s latest news is a packet lost to a timeout.
+    /// Records the losses in `self.lost` against their planes.
+    fn note_plane_losses(&mut self) {
+        for &(_, rec) in &self.lost {
+            let p = rec.port as usize & 7;
+            self.plane_lost[p] = self.plane_lost[p].max(rec.sent_at);
+        }
+    }
+
+    /// Whether plane `port`'s latest news is a lost packet.
     fn plane_suspect(&self, port: u8) -> bool {
         self.plane_lost[port as usize & 7] > self.plane_acked[port as usize & 7]
     }
 
-    /// Whether a plane other than `port`'s is usable, has an active EV and is not
-    /// suspect.
-    fn other_plane_open(&self, port: u8) -> bool {
+    /// Whether plane `port` has delivered and its latest news is not a timeout.
+    fn plane_good(&self, port: u8) -> bool {
+        self.plane_heard & (1 << (port & 7)) != 0 && !self.plane_suspect(port)
+    }
+
+    /// Whether a plane other than `port`'s is usable, has an active EV and passes
+    /// `ok`.
+    fn other_plane(&self, port: u8, ok: impl Fn(&Self, u8) -> bool) -> bool {
         (0..self.info.ports).any(|k| {
             let q = self.info.first_port + k;
-            q != port && self.plane_usable(q) && self.evs.has_active(k) && !self.plane_suspect(q)
+            q != port && self.plane_usable(q) && self.evs.has_active(k) && ok(self, q)
         })
     }
 
@@ -365,11 +389,10 @@ impl Endpoint for MrcSender {
                 self.buf.expire(now, rto, &mut self.lost);
             }
         }
-        for &(psn, rec) in &self.lost {
+        for &(psn, _) in &self.lost {
             self.buf.mark_timed_out(psn);
-            let p = rec.port as usize & 7;
-            self.plane_lost[p] = self.plane_lost[p].max(rec.sent_at);
         }
+        self.note_plane_losses();
         self.handle_losses(now, true);
         self.settle_suspects(now, None);
         self.evs.expire_probes(now);
@@ -414,12 +437,16 @@ impl Endpoint for MrcSender {
         }
         let Some((psn, old)) = self.buf.take_next() else { return Poll::Idle };
         let timed_out = self.buf.record(psn).is_some_and(|r| r.timed_out);
-        if old.is_some() && timed_out && self.plane_suspect(port) && self.other_plane_open(port) {
-            // A packet lost to a timeout is resent on a plane that has delivered since
-            // its last such loss, while one can take it (Linux rehashes a flow's path
-            // on a timeout for the same reason): a plane whose T1s are all down loses
-            // every EV of it, and a lone tail packet retried there, or on another dead
-            // plane in turn, would time out for ever.
+        let elsewhere = old.is_some()
+            && ((timed_out && !self.plane_good(port) && self.other_plane(port, Self::plane_good))
+                || (self.plane_suspect(port) && self.other_plane(port, |s, q| !s.plane_suspect(q))));
+        if elsewhere {
+            // A lost packet is not resent on a plane whose latest news is a loss (all
+            // of its paths may be dead: its T1s down), while another can take it; one
+            // lost to a timeout goes to a plane known to deliver if there is one
+            // (Linux rehashes a flow's path on a timeout for the same reason). Else a
+            // lone tail packet was retried on a dead plane, or on two in turn, for
+            // ever, and a dead plane lost a third of every round of resends.
             self.buf.requeue(psn);
             return idle;
         }
