@@ -25,8 +25,8 @@
 //! * A timeout proves a path lost its packet only if a packet sent later has come
 //!   back. If nothing has, every path may be merely slow (a degraded last hop behind a
 //!   deep buffer): only the oldest packet is resent and the timer restarts, as TCP's
-//!   RTO does, and no EV is judged. A plane whose latest news is a timeout is suspect:
-//!   timed-out packets go to a plane that has delivered since.
+//!   RTO does, and no EV is judged. A plane whose latest news is a loss is suspect:
+//!   lost packets go to another plane, timed-out ones to a plane known to deliver.
 //! * A local port going down, or a peer's SACK bitmap showing its port down, takes that
 //!   plane out; packets in flight on it are resent on the others.
 //! * Congestion control is not specified by the paper; fabricsim uses one window per
