@@ -213,8 +213,9 @@ impl Fabric {
         // absorb its headroom at once (an incast into a small buffer otherwise drops
         // frames PFC was meant to hold back).
         if let Some(pfc) = cfg.pfc {
-            if let Some(n) = nodes.iter().filter(|n| n.kind == NodeKind::Switch).max_by_key(|n| headroom(n)) {
-                let need = headroom(n) + pfc.min_xoff * n.ports().count() as u64;
+            let need_of = |n: &Node| headroom(n) + pfc.min_xoff * n.ports().count() as u64;
+            if let Some(n) = nodes.iter().filter(|n| n.kind == NodeKind::Switch).max_by_key(|n| need_of(n)) {
+                let need = need_of(n);
                 if cfg.buffer < need {
                     return Err(TopologyError::Invalid {
                         field: "switch_buffer",
