@@ -134,8 +134,8 @@ pub struct MrcSpec {
     pub md: f64,
     /// Largest window in BDPs.
     pub cwnd_max: f64,
-    /// RTT above which the window is cut: `None` = auto, `Some(None)` = never.
-    pub delay_target: Option<Option<Dur>>,
+    /// RTT above which the window is cut (`None`: never, the default).
+    pub delay_target: Option<Dur>,
     /// Reverse-EV probe period.
     pub reverse_probe: Option<Dur>,
 }
@@ -310,7 +310,7 @@ pub fn endpoint_pair(
                     max: (ctx.bdp_bytes * s.cwnd_max).max(mtu),
                     md: s.md,
                     mtu,
-                    target: s.delay_target.flatten(),
+                    target: s.delay_target,
                 },
                 // Sprayed packets reorder by whole queueing delays: start RACK's window at
                 // one base RTT (still a few tens of microseconds to spot a dead path).

@@ -491,10 +491,10 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
                 write_imm: r.bool("write_imm", true)?,
                 md: r.float("md", 0.5, 0.0, 1.0)?,
                 cwnd_max: r.float("cwnd_max", 1.5, 0.1, 100.0)?,
-                delay_target: duration_or_none(&mut r, "delay_target", "20us")?,
+                delay_target: duration_or_none(&mut r, "delay_target", "20us")?.flatten(),
                 reverse_probe: r.duration("reverse_probe")?,
             };
-            if spec.delay_target == Some(Some(Dur::ZERO)) {
+            if spec.delay_target == Some(Dur::ZERO) {
                 return Err(r.error("delay_target", "must be longer than 0 (\"none\" turns the delay cut off)"));
             }
             if spec.max_rto < spec.min_rto {

@@ -593,16 +593,7 @@ mod tests {
     fn rack_clock_moves_only_for_an_unambiguous_copy() {
         let mut b = SendBuffer::new(1000);
         b.post(Message { seq: 0, len: 4000, va: 0, rkey: 1 });
-        let info = crate::conn::ConnInfo {
-            local_host: 0,
-            remote_host: 1,
-            remote_qpn: 1,
-            local_qpn: 0,
-            first_port: 0,
-            ports: 1,
-            port_rate: fabricsim_engine::Rate::gbps(100),
-            mtu: 1000,
-        };
+        let info = info();
         let mut stats = EndpointStats::default();
         for (psn, t) in [(0, 10), (1, 20), (2, 30), (3, 40)] {
             b.take_next();

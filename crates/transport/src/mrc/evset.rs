@@ -434,11 +434,16 @@ impl EvSets {
     fn refill(&mut self, p: usize, now: Time) {
         while self.empty_slots[p] > 0 {
             let Some(b) = self.take_backup(p) else { return };
-            self.empty_slots[p] -= 1;
-            self.active[p].push(b);
-            self.hot[b as usize].penalty = 0;
-            self.set_state(b, EvState::Active, now);
+            self.fill_empty_slot(p, b, now);
         }
+    }
+
+    /// Entry `i` takes one of plane index `p`'s empty active slots.
+    fn fill_empty_slot(&mut self, p: usize, i: u32, now: Time) {
+        self.empty_slots[p] -= 1;
+        self.active[p].push(i);
+        self.hot[i as usize].penalty = 0;
+        self.set_state(i, EvState::Active, now);
     }
 
     /// Puts the next backup of plane index `p` (or a fresh EV if the pool is empty)
@@ -623,10 +628,7 @@ impl EvSets {
         }
         // A slot given up for want of EVs takes it.
         if self.empty_slots[p] > 0 {
-            self.empty_slots[p] -= 1;
-            self.active[p].push(i);
-            self.hot[i as usize].penalty = 0;
-            self.set_state(i, EvState::Active, now);
+            self.fill_empty_slot(p, i, now);
             return;
         }
         // The slot is gone: take the place of the most penalised avoided EV, a

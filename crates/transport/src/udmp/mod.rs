@@ -199,12 +199,17 @@ impl UdmpSender {
         self.pkts_to_ignore = 0;
     }
 
+    /// Adds the tokens injected at `rate` since the last refill to the pool.
+    fn refill_pool(&mut self, now: Time) {
+        self.bytes_pool += self.rate / 8.0 * now.since(self.last_add).as_secs_f64();
+        self.last_add = now;
+    }
+
     /// A restart under `fixed_rate`: the pool, refilled to `now`, pays for up to a BDP
     /// of packets on random paths; if it holds less than one, a timer fires when it
     /// will hold one.
     fn restart_from_pool(&mut self, now: Time) {
-        self.bytes_pool += self.rate / 8.0 * now.since(self.last_add).as_secs_f64();
-        self.last_add = now;
+        self.refill_pool(now);
         let n = ((self.bytes_pool / self.pkt) as u32).min(self.cfg.bdp_packets.max(1));
         if n == 0 {
             let wait = (self.pkt - self.bytes_pool) * 8.0 / self.rate;
@@ -270,8 +275,7 @@ impl UdmpSender {
         // clock, decide the shares after a flow leaves (an incast's shares then drift
         // apart). Without one, a `fixed_rate` the NIC cannot reach (its port also
         // carries ACKs) piles up credit that fast ACKs spend two packets at a time.
-        self.bytes_pool += self.rate / 8.0 * now.since(self.last_add).as_secs_f64();
-        self.last_add = now;
+        self.refill_pool(now);
         self.pkts_ignored += 1;
         let first = self.smooth.is_none();
         let smooth = match self.smooth {
