@@ -48,6 +48,14 @@ def test_toml_text_is_accepted_directly():
     assert r.summary["name"] == "small"
 
 
+def test_toml_text_longer_than_a_file_name_is_accepted():
+    # A one-line-per-key text beyond 255 bytes without a slash cannot be a path: asking
+    # the file system whether it is a file raised ENAMETOOLONG.
+    text = SMALL + "\n".join(f"# padding {i} " + "x" * 60 for i in range(6)) + "\n"
+    assert len(text) > 300 and "/" not in text
+    assert fabricsim.run(text).summary["name"] == "small"
+
+
 def test_seed_override_changes_the_run(small_toml):
     a = fabricsim.run(small_toml)
     b = fabricsim.run(small_toml, seed=99)

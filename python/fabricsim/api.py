@@ -60,6 +60,15 @@ def _plain(value: Any, path: str, depth: int = 0) -> Any:
     raise ScenarioError(f"{where}: expected a string, number, boolean, table or list, got {type(value).__name__}")
 
 
+def _is_file(path: Path) -> bool:
+    """``path.is_file()``, false rather than an OSError for a string that cannot be a
+    path at all (TOML text longer than a file name may be: ENAMETOOLONG)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def load(scenario: ScenarioLike) -> Tuple[str, str, Optional[Path]]:
     """Turns a scenario argument into ``(text, format, source path)``.
 
@@ -73,8 +82,8 @@ def load(scenario: ScenarioLike) -> Tuple[str, str, Optional[Path]]:
         raise ScenarioError("scenario: empty path (expected a file path, TOML text or a dict)")
     if isinstance(scenario, (str, os.PathLike)):
         path = Path(scenario)
-        if isinstance(scenario, os.PathLike) or path.is_file() or not ("=" in str(scenario) or "\n" in str(scenario)):
-            if not path.is_file():
+        if isinstance(scenario, os.PathLike) or _is_file(path) or not ("=" in str(scenario) or "\n" in str(scenario)):
+            if not _is_file(path):
                 raise ScenarioError(f"scenario file not found: {path}")
             try:
                 return path.read_text(encoding="utf-8"), "toml", path
