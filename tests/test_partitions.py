@@ -21,17 +21,19 @@ def test_a_multi_plane_srv6_fabric_with_failures_runs_partitioned():
 
 def test_a_ring_all_reduce_with_loss_runs_partitioned():
     # Random loss makes each run chaotic: one seed's bus bandwidth moves by a few percent
-    # with the order of simultaneous events, as with another seed (150-160 Gb/s over
-    # seeds 2-5). Over four seeds the means agree.
+    # with the order of simultaneous events, as with another seed (174-194 Gb/s over
+    # seeds 2-9, standard deviation 5). Over eight seeds the means agree (measured 182
+    # and 187 Gb/s; the tolerance is three standard deviations of their difference).
     one, two = [], []
-    for seed in (2, 3, 4, 5):
+    seeds = range(2, 10)
+    for seed in seeds:
         sc = mrc.ring_all_reduce("mrc", loss=0.001, size="8MB", seed=seed)
         r1, r2 = fabricsim.run(sc), fabricsim.run(sc, partitions=2)
         assert r2.summary["flows"]["unfinished"] == 0
         one.append(mrc.busbw(r1))
         two.append(mrc.busbw(r2))
-    m1, m2 = sum(one) / 4, sum(two) / 4
-    assert abs(m2 - m1) < 0.03 * m1, (one, two)
+    m1, m2 = sum(one) / len(seeds), sum(two) / len(seeds)
+    assert abs(m2 - m1) < 0.04 * m1, (one, two)
 
 
 def _random_scenarios(n: int, seed: int):

@@ -47,6 +47,12 @@ pub struct SprayResponder {
     /// plane it answered, and the packet): repeated once a reverse probe finds a path.
     unheard_ack: Option<(u8, Packet)>,
     next_rev_probe: Time,
+    /// The highest PSN that arrived, with the entropy value and send time of its copy:
+    /// what a repeated acknowledgement reports (see `unheard_ack`).
+    highest: Option<(u32, u32, u64)>,
+    /// Per plane, when duplicates last forced a reverse probe: one round per probe
+    /// interval, not one per duplicate (a timeout's resends arrive as a burst).
+    forced_probe_at: Vec<Time>,
     rng: Rng,
     stats: EndpointStats,
 }
@@ -64,6 +70,8 @@ impl SprayResponder {
             last_data_ev: vec![0; planes],
             unheard_ack: None,
             next_rev_probe: Time::ZERO,
+            forced_probe_at: vec![Time::ZERO; planes],
+            highest: None,
             rng,
             info,
             cfg,
@@ -119,8 +127,16 @@ impl SprayResponder {
 
     fn maybe_probe_reverse(&mut self, now: Time, force_port: Option<u8>) {
         let Some(interval) = self.cfg.reverse_probe else { return };
-        if force_port.is_none() && now < self.next_rev_probe {
-            return;
+        match force_port {
+            None if now < self.next_rev_probe => return,
+            Some(p) => {
+                let at = &mut self.forced_probe_at[(p - self.info.first_port) as usize];
+                if *at != Time::ZERO && now < *at + interval {
+                    return;
+                }
+                *at = now;
+            }
+            None => {}
         }
         self.next_rev_probe = now + interval;
         let port = match force_port {
@@ -171,6 +187,14 @@ impl Endpoint for SprayResponder {
                     // The sender may be waiting on a timeout for an acknowledgement
                     // that died on the old path: repeat the latest on the new one.
                     if let Some((port, mut ack)) = self.unheard_ack.take_if(|(port, _)| *port == p) {
+                        // For the highest PSN we hold: the sender may have missed every
+                        // acknowledgement since, and would resend all they covered.
+                        if let Some((h, ev, ts)) = self.highest.filter(|h| h.0 > ack.ext.ack_psn) {
+                            ack.ext = Ext { ev, ts, ack_psn: h, bitmap: self.win.sack_bits(h), ..ack.ext };
+                            ack.ext.flags = 0;
+                        }
+                        ack.ext.cum_psn = self.win.rcv_nxt();
+                        ack.bth.psn = self.win.rcv_nxt();
                         ack.ext.flags |= Ext::F_REPEAT;
                         self.queue(port, ack, 0);
                     }
@@ -206,6 +230,9 @@ impl Endpoint for SprayResponder {
             self.stats.ecn_marked += 1;
         }
         let arrival = self.win.arrive(psn, pkt.ext.cum_psn, pkt.reth.len);
+        if arrival == Arrival::Placed && self.highest.is_none_or(|h| psn > h.0) {
+            self.highest = Some((psn, pkt.ext.ev, pkt.ext.ts));
+        }
         let duplicate = arrival == Arrival::Duplicate;
         match arrival {
             Arrival::Placed => self.stats.bytes_placed += pkt.payload as u64,

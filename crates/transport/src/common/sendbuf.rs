@@ -6,10 +6,12 @@
 //! selectively acknowledged or declared lost. Lost PSNs wait in a retransmission queue
 //! and are sent before new data.
 //!
-//! A send log in transmission order (time, PSN, attempt) makes the two time-based loss
+//! A send log in transmission order (time, PSN, attempt) makes the time-based loss
 //! rules O(1) amortized: an RTO (the oldest live send is older than the timeout) and
-//! RACK (a packet sent at least `reo` before the newest acknowledged send is lost).
-//! Entries made stale by an acknowledgement or a later retransmission are skipped.
+//! RACK (a packet sent at least `reo` before the newest acknowledged send is lost, and
+//! by RACK's reordering timer one sent before it at all, once a round trip and `reo`
+//! have passed). Entries made stale by an acknowledgement or a later retransmission
+//! are skipped.
 //!
 //! Data packets carry a RETH in every packet (address, rkey, message length) and the
 //! extension header (entropy value, send timestamp, first PSN of their message), which
@@ -449,6 +451,32 @@ impl SendBuffer {
         }
     }
 
+    /// When RACK's reordering timer expires (RFC 8985 section 6.3): the oldest live
+    /// packet sent before the newest acknowledged one is lost once `rtt + reo` has
+    /// passed since it was sent, even if nothing sent `reo` after it is acknowledged
+    /// (the last packets of a burst, which [`rack`](Self::rack) alone leaves to the
+    /// RTO). `None` while no live packet was sent before the newest acknowledged one.
+    pub fn rack_deadline(&self, rtt: Dur, reo: Dur) -> Option<Time> {
+        let &(t, _, _) = self.log.front()?;
+        (self.acked_any && t < self.newest_acked_sent).then(|| t + rtt + reo)
+    }
+
+    /// Declares lost every live packet whose reordering timer expired by `now` (see
+    /// [`rack_deadline`](Self::rack_deadline)), appending them to `out`.
+    pub fn rack_expire(&mut self, now: Time, rtt: Dur, reo: Dur, out: &mut Vec<(u32, PsnRecord)>) {
+        loop {
+            self.prune();
+            match self.rack_deadline(rtt, reo) {
+                Some(d) if d <= now => {}
+                _ => return,
+            }
+            let Some((_, psn, _)) = self.log.pop_front() else { return };
+            if let Some(r) = self.mark_lost(psn) {
+                out.push((psn, r));
+            }
+        }
+    }
+
     /// Declares lost every live packet sent at or before `now - rto`, appending them to
     /// `out`.
     pub fn expire(&mut self, now: Time, rto: Dur, out: &mut Vec<(u32, PsnRecord)>) {
@@ -587,6 +615,32 @@ mod tests {
         let mut expired = Vec::new();
         b.expire(Time(20_000), Dur(12_500), &mut expired);
         assert_eq!(expired.iter().map(|l| l.0).collect::<Vec<_>>(), vec![6, 7]);
+    }
+
+    #[test]
+    fn rack_timer_finds_a_loss_no_later_acknowledgement_exposes() {
+        // PSNs 0-3 sent 1 apart; 1-3 acknowledged. With a window of 5, no packet sent
+        // 5 after PSN 0 is acknowledged, so only the timer finds it: at 0 + rtt + reo.
+        let mut b = SendBuffer::new(1000);
+        b.post(Message { seq: 0, len: 4000, va: 0, rkey: 0 });
+        for t in 0..4u64 {
+            let (p, _) = b.take_next().unwrap();
+            b.record_send(p, 0, 0, Time(t));
+        }
+        let (rtt, reo) = (Dur(100), Dur(5));
+        assert_eq!(b.rack_deadline(rtt, reo), None, "nothing acknowledged yet");
+        for psn in 1..4 {
+            b.ack_copy(psn, Time(psn as u64));
+        }
+        let mut lost = Vec::new();
+        b.rack(reo, &mut lost);
+        assert!(lost.is_empty());
+        assert_eq!(b.rack_deadline(rtt, reo), Some(Time(105)));
+        b.rack_expire(Time(104), rtt, reo, &mut lost);
+        assert!(lost.is_empty(), "not before the deadline");
+        b.rack_expire(Time(105), rtt, reo, &mut lost);
+        assert_eq!(lost.iter().map(|l| l.0).collect::<Vec<_>>(), vec![0]);
+        assert_eq!(b.rack_deadline(rtt, reo), None, "nothing live was sent before PSN 3");
     }
 
     #[test]

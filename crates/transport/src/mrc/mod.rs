@@ -97,6 +97,10 @@ pub struct MrcSender {
     reo_mult: u32,
     /// Acknowledgements since the last spurious retransmission (to relax `reo_mult`).
     acks_since_spurious: u32,
+    /// When `reo_mult` last grew.
+    reo_grown_at: Time,
+    /// The RTT of the latest acknowledgement that gave a sample.
+    latest_rtt: Option<Dur>,
     stats: EndpointStats,
 }
 
@@ -123,6 +127,8 @@ impl MrcSender {
             last_rto: Time::ZERO,
             reo_mult: 1,
             acks_since_spurious: 0,
+            reo_grown_at: Time::ZERO,
+            latest_rtt: None,
             stats: EndpointStats::default(),
             info,
             cfg,
@@ -232,9 +238,16 @@ impl MrcSender {
         // copy took, a path just shown to work: if it was retired for that "loss", it
         // goes back to the backups. (For a duplicate the wrongly retired EV is unknown;
         // probes will bring it back.)
-        let late_copy = acked.is_some_and(|rec| rec.sends > 1 && e.ts < rec.sent_at.ps());
-        if late_copy || e.flags & Ext::F_DUP != 0 {
+        let repeat = e.flags & Ext::F_REPEAT != 0;
+        let late_copy = !repeat && acked.is_some_and(|rec| rec.sends > 1 && e.ts < rec.sent_at.ps());
+        // A duplicate of a packet resent by a timeout says the acknowledgements were
+        // lost, not that RACK misread reordering. And a window widens at most once per
+        // round trip (RFC 8985 section 6.2): a timeout's resends come back as a burst
+        // of duplicates, and one doubling each took the window to its cap at once.
+        let rack_dup = e.flags & Ext::F_DUP != 0 && !repeat && !self.buf.record(e.ack_psn).is_some_and(|r| r.timed_out);
+        if (late_copy || rack_dup) && self.rtt.srtt().is_none_or(|s| now >= self.reo_grown_at + s) {
             self.reo_mult = (self.reo_mult * 2).min(64);
+            self.reo_grown_at = now;
             self.acks_since_spurious = 0;
         }
         if late_copy {
@@ -259,6 +272,7 @@ impl MrcSender {
             if e.flags & Ext::F_REPEAT == 0 {
                 let rtt = now.since(Time(e.ts));
                 self.rtt.sample(rtt);
+                self.latest_rtt = Some(rtt);
                 self.cc.on_rtt(now, rtt, self.rtt.srtt().unwrap_or(rtt));
             }
             self.cc.on_ack(self.info.mtu as f64);
@@ -305,6 +319,28 @@ impl MrcSender {
             let q = self.info.first_port + k;
             q != port && self.plane_usable(q) && self.evs.has_active(k) && ok(self, q)
         })
+    }
+
+    /// When RACK's reordering timer expires (a round trip and the reordering window
+    /// after the oldest packet sent before one since acknowledged).
+    fn rack_deadline(&self) -> Option<Time> {
+        self.buf.rack_deadline(self.rack_rtt(), self.rack_timer_window())
+    }
+
+    /// The reordering RACK's timer allows beyond a round trip: the reordering window,
+    /// or if more a quarter of the round trip (behind a slow bottleneck a few
+    /// microseconds of reordering upstream become tens: other senders' frames queue
+    /// between the two).
+    fn rack_timer_window(&self) -> Dur {
+        self.reo().max(Dur(self.rack_rtt().ps() / 4))
+    }
+
+    /// The round trip RACK's timer allows: that of the latest acknowledged packet
+    /// (RFC 8985's RACK.rtt, which follows a growing queue faster than the smoothed
+    /// RTT), or before any sample (every acknowledgement so far lost or repeated) the
+    /// unloaded one.
+    fn rack_rtt(&self) -> Dur {
+        self.latest_rtt.unwrap_or(self.cfg.base_rtt)
     }
 
     /// When the retransmission timer fires: an RTO after the oldest live send, and
@@ -373,6 +409,12 @@ impl Endpoint for MrcSender {
     }
 
     fn on_timeout(&mut self, now: Time) {
+        if self.rack_deadline().is_some_and(|d| d <= now) {
+            // Losses by RACK's timer are losses by RACK: a path, not a timeout.
+            self.buf.rack_expire(now, self.rack_rtt(), self.rack_timer_window(), &mut self.lost);
+            self.note_plane_losses();
+            self.handle_losses(now, false);
+        }
         let rto = self.rtt.rto();
         if self.rto_deadline().is_some_and(|d| d <= now) && self.buf.expire_oldest(now, rto, &mut self.lost) {
             self.stats.timeouts += 1;
@@ -464,10 +506,7 @@ impl Endpoint for MrcSender {
     }
 
     fn poll_timeout(&self) -> Option<Time> {
-        match (self.rto_deadline(), self.evs.next_probe_timeout()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [self.rto_deadline(), self.rack_deadline(), self.evs.next_probe_timeout()].into_iter().flatten().min()
     }
 
     fn poll_event(&mut self) -> Option<AppEvent> {
