@@ -78,7 +78,7 @@ def test_ecn_moves_one_of_two_forced_flows_away():
     assert len(swaps) >= 1
     # Once apart both run at line rate: near-ideal completion for both. (Each flow's
     # own standing queue later brings ECN echoes too, and a swap can land on the other's
-    # spine for a while: seen 1.12 with spares drawn at random, 1.07 in order.)
+    # spine for a while: seen 1.11 with spares drawn at random, 1.07 in order.)
     assert (r.flows["slowdown"] < 1.15).all(), r.flows[["fct_ns", "ideal_fct_ns"]]
     # Without the ECN swap rule they would share one link the whole time.
     stuck = fabricsim.run(dict(mrc.forced_collision(seed), transport={"kind": "mrc", "evs": 1, "backup": 4, "ecn_swap": 0}))
