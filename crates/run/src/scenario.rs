@@ -183,6 +183,7 @@ impl Scenario {
     /// Parses an already-decoded document.
     pub fn from_value(doc: &Value) -> Result<Scenario, ScenarioError> {
         let mut top = Reader::new("", doc)?;
+        top.documented(&schema::TOP.iter().collect::<Vec<_>>());
         let name = top.string("name", "scenario")?;
         if name.trim().is_empty() {
             return Err(top.error("name", "must not be empty"));
@@ -231,6 +232,25 @@ impl Scenario {
                     "a switch would admit at most {admit:.0} bytes into an empty queue, less than one {mtu}-byte packet (switch_buffer x drop_alpha, drop_alpha counting without PFC)"
                 ),
             ));
+        }
+        // ECN whose first threshold no queue can reach never marks: DCQCN then never
+        // acts, and nothing says so. (Without PFC a port's queue is bounded by the
+        // dynamic threshold; with PFC the pauses bound it less plainly.)
+        if let (Some(ecn), None) = (&fabric.ecn, &fabric.pfc) {
+            let rate = links.host_link.min(links.fabric_link);
+            let (kmin, _) = ecn.thresholds(rate.bps());
+            let alpha = fabric.drop_alpha;
+            let most = buffer as f64 * alpha / (1.0 + alpha);
+            if kmin as f64 >= most {
+                return Err(ScenarioError::new(
+                    "fabric.ecn",
+                    format!(
+                        "marks from {kmin} bytes of queue on a {rate} port, but without PFC a port's queue holds at most \
+                         {most:.0} bytes here (topology.switch_buffer x drop_alpha / (1 + drop_alpha)): ECN could never \
+                         mark; lower kmin, raise switch_buffer, or set fabric.ecn = false"
+                    ),
+                ));
+            }
         }
         let transport = parse_transport(top.raw("transport").unwrap_or(&empty), links.host_link)?;
         let Some(w) = top.raw("workload") else {
@@ -428,6 +448,7 @@ fn parse_transport(v: &Value, line: Rate) -> Result<TransportSpec, ScenarioError
 fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec, ScenarioError> {
     let mut r = Reader::new(path, v)?;
     let kind = r.choice("kind", "roce", schema::TRANSPORT_KINDS)?;
+    r.documented(&params_for("transport", &kind));
     let spec = match kind.as_str() {
         "roce" => TransportSpec::Roce(parse_roce(&mut r, line)?),
         "qp_scaling" => {
@@ -689,6 +710,7 @@ pub const MAX_FLAPS: u64 = 1_000_000;
 
 fn parse_fault(i: usize, v: &Value, stop: Option<Dur>) -> Result<FaultSpec, ScenarioError> {
     let mut r = Reader::new(format!("faults[{i}]"), v)?;
+    r.documented(&schema::FAULTS.iter().collect::<Vec<_>>());
     let at = r.duration("at")?.ok_or_else(|| r.error("at", "is required (a time such as \"200us\")"))?;
     let kind = r.choice("kind", "", schema::FAULT_KINDS)?;
     let link = match r.raw("link") {
@@ -740,6 +762,9 @@ fn parse_fault(i: usize, v: &Value, stop: Option<Dur>) -> Result<FaultSpec, Scen
                 ));
             }
             let until = r.duration("until")?;
+            if let Some(u) = until.filter(|&u| u <= at) {
+                return Err(r.error("until", format!("must be later than at ({at}), got {u}")));
+            }
             // A link flapping forever keeps the event queue alive: a run whose flows
             // cannot finish (a QP that gave up) would never end.
             let Some(end) = until.or(stop) else {

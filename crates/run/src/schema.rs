@@ -208,7 +208,7 @@ const MRC: &[Param] = &[
     p("probe_successes", Ty::Int, "5", "Consecutive answered probes that bring a retired EV back (to the backup set)."),
     p("probe_timeout", Ty::Duration, "auto", "An unanswered probe failed after this; auto = 4 x base RTT. A failure doubles the EV's probe interval (up to probe_backoff_max)."),
     p("probe_backoff_max", Ty::Duration, "10ms", "Longest probe interval of an EV whose probes keep failing: after a long outage its path is found again within about this long (the paper gives no figure)."),
-    p("reo", Ty::Duration, "auto", "Initial RACK reordering window: a packet sent this long before an acknowledged one is lost; it doubles on each spurious retransmission (RFC 8985) up to the smoothed RTT; auto = the base RTT."),
+    p("reo", Ty::Duration, "auto", "Initial RACK reordering window: a packet sent this long before an acknowledged one is lost, and by RACK's timer one sent before it at all once a round trip and the larger of this window and a quarter round trip have passed (RFC 8985). It doubles on a spurious retransmission, at most once per round trip and up to the smoothed RTT; auto = the base RTT."),
     p("min_rto", Ty::Duration, "50us", "Smallest retransmission timeout, at least 1us."),
     p("max_rto", Ty::Duration, "1ms", "Largest retransmission timeout after backoff; a measured srtt + 4 rttvar above it is used as it is (a timeout shorter than the RTT fires on every packet)."),
     p("write_imm", Ty::Bool, "true", "End every message with an RDMA WRITE with immediate (opcode LAST_IMM / ONLY_IMM, the message number as immediate data), MRC's completion signal: the receiver completes the message only once every packet is placed. false: plain WRITEs."),
@@ -336,6 +336,9 @@ pub struct Reader<'a> {
     path: String,
     table: &'a toml::Table,
     taken: Vec<&'a str>,
+    /// Keys whose documented default is a word ("auto", "none") rather than a value:
+    /// writing that word is the same as leaving the key out.
+    words: Vec<(&'static str, &'static str)>,
 }
 
 fn type_name(v: &Value) -> &'static str {
@@ -355,7 +358,7 @@ impl<'a> Reader<'a> {
     pub fn new(path: impl Into<String>, value: &'a Value) -> Result<Reader<'a>, ScenarioError> {
         let path = path.into();
         match value {
-            Value::Table(table) => Ok(Reader { path, table, taken: Vec::new() }),
+            Value::Table(table) => Ok(Reader { path, table, taken: Vec::new(), words: Vec::new() }),
             other => Err(ScenarioError::new(&path, format!("expected a table, got {}", type_name(other)))),
         }
     }
@@ -386,8 +389,26 @@ impl<'a> Reader<'a> {
         Some(v)
     }
 
+    /// Takes the documented defaults of `params`: a key whose default is the word
+    /// "auto" or "none" then also accepts that word, meaning the default.
+    pub fn documented(&mut self, params: &[&'static Param]) {
+        self.words =
+            params.iter().filter(|p| matches!(p.default, "auto" | "none")).map(|p| (p.key, p.default)).collect();
+    }
+
+    /// The default word of `key`, if it has one.
+    fn word(&self, key: &str) -> Option<&'static str> {
+        self.words.iter().find(|(k, _)| *k == key).map(|(_, w)| *w)
+    }
+
+    /// Whether `key` holds its default word.
+    fn is_word(&self, key: &str) -> bool {
+        matches!((self.table.get(key), self.word(key)), (Some(Value::String(s)), Some(w)) if s == w)
+    }
+
     fn expect<T>(&self, key: &str, v: &Value, what: &str) -> Result<T, ScenarioError> {
-        Err(self.error(key, format!("expected {what}, got {}", type_name(v))))
+        let or_word = self.word(key).map(|w| format!(" or \"{w}\"")).unwrap_or_default();
+        Err(self.error(key, format!("expected {what}{or_word}, got {}", type_name(v))))
     }
 
     /// An integer in `min..=max`, or `default` if absent.
@@ -402,7 +423,10 @@ impl<'a> Reader<'a> {
 
     /// An optional integer in `min..=max`.
     pub fn opt_int(&mut self, key: &'a str, min: i64, max: i64) -> Result<Option<i64>, ScenarioError> {
-        if self.table.contains_key(key) {
+        if self.is_word(key) {
+            self.taken.push(key);
+            Ok(None)
+        } else if self.table.contains_key(key) {
             self.int(key, 0, min, max).map(Some)
         } else {
             Ok(None)
@@ -454,6 +478,10 @@ impl<'a> Reader<'a> {
     }
 
     fn unit<T>(&mut self, key: &'a str, parse: fn(&str) -> Result<T, String>) -> Result<Option<T>, ScenarioError> {
+        if self.is_word(key) {
+            self.taken.push(key);
+            return Ok(None);
+        }
         match self.raw(key) {
             None => Ok(None),
             Some(Value::String(s)) => parse(s).map(Some).map_err(|m| self.error(key, m)),

@@ -237,6 +237,40 @@ fn example_names(fabric: &Fabric) -> String {
     }
 }
 
+/// A connection's state in words: MB, or KB below a tenth of one.
+fn per_connection(bytes: u64) -> String {
+    if bytes >= 100_000 {
+        format!("{:.1} MB", bytes as f64 / 1e6)
+    } else {
+        format!("{:.1} KB", bytes as f64 / 1e3)
+    }
+}
+
+/// Refuses an MRC EV count that does not split equally over the hosts' planes (NIC
+/// ports): the EV set gives every plane the same number of active EVs.
+fn check_planes(scenario: &Scenario, nics: u32) -> Result<(), ScenarioError> {
+    let own = scenario
+        .workload_transports
+        .iter()
+        .enumerate()
+        .filter_map(|(w, t)| Some((format!("workload[{w}].transport"), t.as_ref()?)));
+    for (path, t) in std::iter::once(("transport".to_string(), &scenario.transport)).chain(own) {
+        if let factory::TransportSpec::Mrc(s) = t {
+            if !s.evs.is_multiple_of(nics) {
+                let near = (s.evs.div_ceil(nics) * nics).max(nics);
+                return Err(ScenarioError::new(
+                    &format!("{path}.evs"),
+                    format!(
+                        "must be a multiple of the {nics} planes (NIC ports per host), so that every plane gets as many EVs, got {} (for example {near})",
+                        s.evs
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Refuses a scenario whose connection state would not fit in the memory this process
 /// may use (the allocator would abort the process half-way through building it, with
 /// no message). The estimate counts each connection's endpoints
@@ -268,11 +302,11 @@ fn check_memory(scenario: &Scenario, conns: &[fabricsim_workload::ConnSpec], nic
     Err(ScenarioError::new(
         &path,
         format!(
-            "the connections' state needs about {:.1} GB ({n} connections of workload {w} at {:.1} MB each{}), \
+            "the connections' state needs about {:.1} GB ({n} connections of workload {w} at {} each{}), \
              and with the simulator's other memory more than the {:.1} GB this process can allocate; \
              use fewer {} or fewer hosts",
             gb(total),
-            bytes as f64 / n as f64 / 1e6,
+            per_connection(bytes / n.max(1)),
             if scenario.partitions > 1 { format!(", x {} partitions", scenario.partitions) } else { String::new() },
             gb(available),
             match key {
@@ -465,6 +499,7 @@ impl Sim {
         let plan = fabricsim_workload::build(&scenario.workloads, fabric.hosts(), scenario.seed)
             .map_err(|e| ScenarioError::from_message(&e.to_string()))?;
         let nics_per_host = fabric.nics();
+        check_planes(&scenario, nics_per_host)?;
         check_memory(&scenario, &plan.conns, nics_per_host)?;
         let mut eps = Vec::new();
         let mut meta = Vec::new();
@@ -940,13 +975,18 @@ impl Sim {
         if !self.sampler.enabled() || now <= self.last_sample {
             return;
         }
-        let dt = now.since(self.last_sample).as_secs_f64();
+        // Rows cover whole intervals, the last one too (a short one ending with the run
+        // made a packet that had taken a whole interval to arrive look like a burst
+        // at twice the line rate): it ends on the grid, after the run's end.
+        let interval = self.scenario.output.sample_interval;
+        let end = if interval > Dur::ZERO { now.max(self.last_sample + interval) } else { now };
+        let dt = end.since(self.last_sample).as_secs_f64();
         for (c, conn) in self.conns.iter().enumerate() {
             let placed: u64 =
                 (0..conn.qps).map(|i| self.eps[(conn.first_ep + 2 * i + 1) as usize].stats().bytes_placed).sum();
             let delta = placed - self.conn_bytes[c];
             if delta > 0 {
-                self.throughput.time_ns.push(now.as_ns());
+                self.throughput.time_ns.push(end.as_ns());
                 self.throughput.connection.push(c as u32);
                 self.throughput.bytes.push(delta);
                 self.throughput.gbps.push(delta as f64 * 8.0 / dt / 1e9);
@@ -963,13 +1003,24 @@ impl Sim {
             FaultKind::LinkUp => self.cable_up(now, f.port.expect("link fault"), true),
             FaultKind::LinkFlap { period, duty, until } => {
                 let p = f.port.expect("link fault");
-                let over = until.is_some_and(|u| now >= Time::ZERO + u);
+                let end = until.map(|u| Time::ZERO + u);
+                let over = end.is_some_and(|u| now >= u);
                 let down = !f.flap_down && !over;
                 self.faults[i].flap_down = down;
                 self.cable_up(now, p, !down);
                 if !over {
                     let phase = if down { period.ps() as f64 * duty } else { period.ps() as f64 * (1.0 - duty) };
-                    self.q.push(now + Dur(phase.max(1.0) as u64), Event::Fault(i as u32));
+                    let next = now + Dur(phase.max(1.0) as u64);
+                    // The flapping ends at `until`: a cable down then comes up at that
+                    // time, one up then stays up.
+                    match end {
+                        Some(u) if next >= u => {
+                            if down {
+                                self.q.push(u, Event::Fault(i as u32));
+                            }
+                        }
+                        _ => self.q.push(next, Event::Fault(i as u32)),
+                    }
                 }
                 String::from(if down { "down" } else { "up" })
             }

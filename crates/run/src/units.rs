@@ -17,27 +17,39 @@ const SIZE_UNITS: &[(&str, f64)] = &[
     ("tib", 1099511627776.0),
 ];
 
-/// Splits `"12.5Gbps"` into `12.5` and `"gbps"` and scales by the unit's factor.
-fn scaled(s: &str, units: &[(&str, f64)]) -> Option<f64> {
+/// Splits `"12.5Gbps"` into `12.5` and `"Gbps"`, the unit as written.
+fn split(s: &str) -> Option<(f64, &str)> {
     let s = s.trim();
-    let split = s.find(|c: char| c.is_ascii_alphabetic())?;
-    let (num, unit) = s.split_at(split);
+    let at = s.find(|c: char| c.is_alphabetic())?;
+    let (num, unit) = s.split_at(at);
     let num = num.trim();
     if num.is_empty() || num.starts_with('-') || num.starts_with('+') {
         return None;
     }
-    let v: f64 = num.parse().ok()?;
-    let unit = unit.trim().to_ascii_lowercase();
-    let factor = units.iter().find(|(u, _)| *u == unit)?.1;
-    let x = v * factor;
+    Some((num.parse().ok()?, unit.trim()))
+}
+
+/// `v` scaled by the factor of `unit` (matched without regard to case), if it is one
+/// of `units` and the result is a finite non-negative value that fits in 64 bits.
+fn scaled(v: f64, unit: &str, units: &[(&str, f64)]) -> Option<f64> {
+    let unit = unit.to_ascii_lowercase();
+    let x = v * units.iter().find(|(u, _)| *u == unit)?.1;
     (x.is_finite() && (0.0..1.8e19).contains(&x)).then_some(x)
 }
 
-/// Parses a rate such as `"100Gbps"`.
+/// Parses a rate such as `"100Gbps"`. The prefix may be in either case; the `bps`
+/// must be lower case, since `"GBps"` usually means gigabytes per second.
 pub fn parse_rate(s: &str) -> Result<Rate, String> {
-    scaled(s, RATE_UNITS).filter(|&x| x >= 1.0).map(|x| Rate(x.round() as u64)).ok_or_else(|| {
-        format!("expected a positive rate such as \"100Gbps\" (units: bps, Kbps, Mbps, Gbps, Tbps), got \"{s}\"")
-    })
+    let bad =
+        || format!("expected a positive rate such as \"100Gbps\" (units: bps, Kbps, Mbps, Gbps, Tbps), got \"{s}\"");
+    let (v, unit) = split(s).ok_or_else(bad)?;
+    let x = scaled(v, unit, RATE_UNITS).filter(|&x| x >= 1.0).ok_or_else(bad)?;
+    if !unit.ends_with("bps") {
+        return Err(format!(
+            "expected a rate in bits per second (units: bps, Kbps, Mbps, Gbps, Tbps), got \"{s}\": a capital B reads as bytes"
+        ));
+    }
+    Ok(Rate(x.round() as u64))
 }
 
 /// The longest duration a scenario may give: 10^6 s (about 11.6 days). Virtual time is
@@ -45,21 +57,32 @@ pub fn parse_rate(s: &str) -> Result<Rate, String> {
 /// together stay far inside it.
 pub const MAX_DURATION: Dur = Dur(1_000_000 * 1_000_000_000_000);
 
-/// Parses a duration such as `"1us"`, at most [`MAX_DURATION`].
+/// Parses a duration such as `"1us"` (also `"1µs"`), at most [`MAX_DURATION`].
 pub fn parse_duration(s: &str) -> Result<Dur, String> {
-    let x = scaled(s, DUR_UNITS)
-        .ok_or_else(|| format!("expected a duration such as \"1us\" (units: ps, ns, us, ms, s), got \"{s}\""))?;
+    let bad = || format!("expected a duration such as \"1us\" (units: ps, ns, us, ms, s), got \"{s}\"");
+    let (v, unit) = split(s).ok_or_else(bad)?;
+    // The micro sign and the Greek mu both read as "u".
+    let unit = unit.replace(['\u{b5}', '\u{3bc}'], "u");
+    let x = scaled(v, &unit, DUR_UNITS).ok_or_else(bad)?;
     if x > MAX_DURATION.ps() as f64 {
         return Err(format!("must be at most 1000000s (about 11.6 days of simulated time), got \"{s}\""));
     }
     Ok(Dur(x.round() as u64))
 }
 
-/// Parses a size such as `"8MB"` (decimal) or `"8MiB"` (binary).
+/// Parses a size such as `"8MB"` (decimal) or `"8MiB"` (binary). The prefix may be in
+/// either case; the `B` must be a capital, since `"8Mb"` usually means megabits.
 pub fn parse_size(s: &str) -> Result<u64, String> {
-    scaled(s, SIZE_UNITS).map(|x| x.round() as u64).ok_or_else(|| {
-        format!("expected a size such as \"8MB\" or \"4KiB\" (units: B, KB, MB, GB, KiB, MiB, GiB), got \"{s}\"")
-    })
+    let bad =
+        || format!("expected a size such as \"8MB\" or \"4KiB\" (units: B, KB, MB, GB, KiB, MiB, GiB), got \"{s}\"");
+    let (v, unit) = split(s).ok_or_else(bad)?;
+    let x = scaled(v, unit, SIZE_UNITS).ok_or_else(bad)?;
+    if !unit.ends_with('B') {
+        return Err(format!(
+            "expected a size in bytes (units: B, KB, MB, GB, KiB, MiB, GiB), got \"{s}\": a lower-case b reads as bits"
+        ));
+    }
+    Ok(x.round() as u64)
 }
 
 /// Formats bytes the way scenario files write them (for documentation).
@@ -128,6 +151,26 @@ mod tests {
         assert!(parse_size("-8MB").is_err());
         assert!(parse_size("8XB").is_err());
         assert!(parse_size("MB").is_err());
+    }
+
+    #[test]
+    fn bits_and_bytes_are_told_apart_by_the_case_of_b() {
+        // Prefixes in either case; the b of bits and the B of bytes must be right.
+        assert_eq!(parse_rate("100gbps").unwrap(), Rate::gbps(100));
+        assert_eq!(parse_rate("10kbps").unwrap(), Rate(10_000));
+        assert_eq!(parse_size("8mB").unwrap(), 8_000_000);
+        assert_eq!(parse_size("4kiB").unwrap(), 4096);
+        for s in ["100GBps", "100GBPS", "100Gbps/8B"] {
+            assert!(parse_rate(s).is_err(), "{s}");
+        }
+        assert!(parse_rate("100GBps").unwrap_err().contains("bytes"));
+        for s in ["1Mb", "8mb", "4KiB ", "4Kib"] {
+            assert_eq!(parse_size(s).is_err(), s.trim_end().ends_with('b'), "{s}");
+        }
+        assert!(parse_size("1Mb").unwrap_err().contains("bits"));
+        assert_eq!(parse_duration("3µs").unwrap(), Dur::from_us(3));
+        assert_eq!(parse_duration("3\u{3bc}s").unwrap(), Dur::from_us(3));
+        assert_eq!(parse_duration("2MS").unwrap(), Dur::from_ms(2));
     }
 
     #[test]

@@ -181,3 +181,75 @@ fn a_scenario_too_big_for_memory_is_refused_before_it_is_built() {
     assert!(e.starts_with("transport.evs: the connections' state needs about"), "{e}");
     assert!(e.contains("186192 connections"), "{e}");
 }
+
+/// Every key documented with the default "auto" or "none" accepts that word, meaning
+/// the same as leaving the key out (a tool filling in keys from the catalog writes
+/// them; so may a user copying the documentation).
+#[test]
+fn a_documented_default_word_means_the_default() {
+    // (The parsed scenario, without its copy of the document as written.)
+    let parse = |toml: &str| {
+        let d = format!("{:?}", Scenario::from_toml(toml).unwrap_or_else(|e| panic!("{e}\n{toml}")));
+        d[..d.find(", document:").expect("a document field")].to_string()
+    };
+    let mut checked = 0;
+    for s in fabricsim_run::schema::CATALOG {
+        for p in s.params.iter().filter(|p| matches!(p.default, "auto" | "none")) {
+            let (with, without) = match (s.section, s.kind) {
+                ("transport", Some(kind)) => {
+                    let t = format!("{BASE}[transport]\nkind = \"{kind}\"\n");
+                    (format!("{t}{} = \"{}\"\n", p.key, p.default), t)
+                }
+                ("", None) if p.key != "faults" => (format!("{} = \"{}\"\n{BASE}", p.key, p.default), BASE.to_string()),
+                ("faults", _) => {
+                    let f = format!("stop = \"1ms\"\n{BASE}[[faults]]\nat = \"1us\"\nkind = \"link_flap\"\nlink = \"leaf[0].up[0]\"\nperiod = \"10us\"\n");
+                    (format!("{f}{} = \"{}\"\n", p.key, p.default), f)
+                }
+                _ => continue,
+            };
+            assert_eq!(parse(&with), parse(&without), "{}.{} = \"{}\"", s.section, p.key, p.default);
+            checked += 1;
+        }
+    }
+    assert!(checked >= 14, "{checked} keys checked");
+}
+
+#[test]
+fn mrc_evs_must_split_equally_over_the_planes() {
+    let sc = |evs: u32, own: bool| {
+        let t = format!("kind = \"mrc\"\nevs = {evs}\n");
+        let (top, per) = if own {
+            (String::new(), format!("[workload.transport]\n{t}"))
+        } else {
+            (format!("[transport]\n{t}"), String::new())
+        };
+        format!(
+            "[topology]\nkind = \"multi_plane\"\nplanes = 4\ngroups = 2\nhosts_per_group = 2\nt1_per_plane = 2\n{top}\
+             [workload]\nkind = \"incast\"\nsenders = 2\nsize = \"1MB\"\n{per}"
+        )
+    };
+    for evs in [1, 6, 130] {
+        let e = error_of(&sc(evs, false));
+        assert!(e.starts_with("transport.evs: must be a multiple of the 4 planes"), "{e}");
+    }
+    assert!(error_of(&sc(5, true)).contains("workload[0].transport.evs: must be a multiple of the 4 planes"));
+    assert!(error_of(&sc(5, true)).contains("(for example 8)"));
+    for evs in [4, 8, 128] {
+        Sim::new(Scenario::from_toml(&sc(evs, false)).unwrap()).unwrap();
+    }
+}
+
+#[test]
+fn ecn_that_no_queue_can_reach_is_refused() {
+    // At 100 Gb/s the default ECN thresholds are 400 KB - 1.6 MB; without PFC one port's
+    // queue holds at most half the buffer (drop_alpha 1).
+    let sc = |buffer: &str| {
+        format!(
+            "{}[fabric]\npfc = false\necn = true\n",
+            BASE.replace("hosts_per_leaf = 2", &format!("hosts_per_leaf = 2\nswitch_buffer = \"{buffer}\""))
+        )
+    };
+    let e = error_of(&sc("600KB"));
+    assert!(e.starts_with("fabric.ecn: marks from 400000 bytes of queue on a 100Gbps port, but without PFC a port's queue holds at most 300000"), "{e}");
+    Sim::new(Scenario::from_toml(&sc("1MB")).unwrap()).unwrap();
+}
