@@ -104,8 +104,9 @@ pub struct UdmpSpec {
 /// MRC settings (`None` = auto).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MrcSpec {
-    /// Active EVs per connection.
-    pub evs: u32,
+    /// Active EVs per connection (`None`: 128, rounded down to a multiple of the
+    /// planes).
+    pub evs: Option<u32>,
     /// Backup EVs per plane.
     pub backup: Option<u32>,
     /// Skips per ECN echo.
@@ -138,6 +139,15 @@ pub struct MrcSpec {
     pub delay_target: Option<Dur>,
     /// Reverse-EV probe period.
     pub reverse_probe: Option<Dur>,
+}
+
+impl MrcSpec {
+    /// The active EVs of a connection over `planes` planes: as given (a multiple of
+    /// them, checked when the run is built), or 128 rounded down to a multiple.
+    pub fn evs_for(&self, planes: u32) -> u32 {
+        let planes = planes.max(1);
+        self.evs.unwrap_or((128 / planes * planes).max(planes))
+    }
 }
 
 impl TransportSpec {
@@ -193,9 +203,10 @@ pub fn state_bytes(spec: &TransportSpec, planes: u32) -> (u64, &'static str) {
         | TransportSpec::Stellar(StellarSpec { paths, .. })
         | TransportSpec::Udmp(UdmpSpec { paths, .. }) => (QP_BYTES + PATH_BYTES * *paths as u64, "paths"),
         TransportSpec::Mrc(s) => {
-            let per_plane = (s.evs / planes.max(1)).max(1);
+            let evs = s.evs_for(planes);
+            let per_plane = (evs / planes.max(1)).max(1);
             let backups = s.backup.unwrap_or((per_plane / 4).max(2)) as u64 * planes as u64;
-            (QP_BYTES + EV_BYTES * (s.evs as u64 + backups), "evs")
+            (QP_BYTES + EV_BYTES * (evs as u64 + backups), "evs")
         }
     }
 }
@@ -290,11 +301,12 @@ pub fn endpoint_pair(
         }
         TransportSpec::Mrc(s) => {
             let planes = req.ports.max(1) as u32;
-            let per_plane = (s.evs / planes).max(1);
+            let evs = s.evs_for(planes);
+            let per_plane = (evs / planes).max(1);
             let mtu = req.mtu as f64;
             let cfg = MrcConfig {
                 evs: EvSetConfig {
-                    active: s.evs,
+                    active: evs,
                     backup_per_plane: s.backup.unwrap_or((per_plane / 4).max(2)),
                     ecn_penalty: s.ecn_penalty,
                     trim_penalty: s.trim_penalty,

@@ -497,7 +497,7 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
         }
         "mrc" => {
             let spec = MrcSpec {
-                evs: r.int("evs", 128, 1, 8192)? as u32,
+                evs: r.opt_int("evs", 1, 8192)?.map(|n| n as u32),
                 backup: r.opt_int("backup", 0, 4096)?.map(|v| v as u32),
                 ecn_penalty: r.int("ecn_penalty", 1, 0, 15)? as u8,
                 trim_penalty: r.int("trim_penalty", 0, 0, 15)? as u8,

@@ -199,7 +199,7 @@ const UDMP: &[Param] = &[
 ];
 
 const MRC: &[Param] = &[
-    p("evs", Ty::Int, "128", "Active entropy values per connection, split equally over the NIC's planes (MRC: 128-256)."),
+    p("evs", Ty::Int, "128", "Active entropy values per connection, split equally over the NIC's planes (MRC: 128-256): a multiple of the planes; the default is rounded down to one (126 on 3 planes)."),
     p("backup", Ty::Int, "auto", "Backup EVs per plane; auto = max(2, active per plane / 4)."),
     p("ecn_penalty", Ty::Int, "1", "Rotation skips an EV this many times per ECN echo on it."),
     p("trim_penalty", Ty::Int, "0", "Skips per trim NACK (0: trims at the last hop say nothing about the path)."),

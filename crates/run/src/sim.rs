@@ -256,13 +256,13 @@ fn check_planes(scenario: &Scenario, nics: u32) -> Result<(), ScenarioError> {
         .filter_map(|(w, t)| Some((format!("workload[{w}].transport"), t.as_ref()?)));
     for (path, t) in std::iter::once(("transport".to_string(), &scenario.transport)).chain(own) {
         if let factory::TransportSpec::Mrc(s) = t {
-            if !s.evs.is_multiple_of(nics) {
-                let near = (s.evs.div_ceil(nics) * nics).max(nics);
+            if let Some(evs) = s.evs.filter(|e| !e.is_multiple_of(nics)) {
+                let near = (evs.div_ceil(nics) * nics).max(nics);
                 return Err(ScenarioError::new(
                     &format!("{path}.evs"),
                     format!(
                         "must be a multiple of the {nics} planes (NIC ports per host), so that every plane gets as many EVs, got {} (for example {near})",
-                        s.evs
+                        evs
                     ),
                 ));
             }

@@ -237,6 +237,9 @@ fn mrc_evs_must_split_equally_over_the_planes() {
     for evs in [4, 8, 128] {
         Sim::new(Scenario::from_toml(&sc(evs, false)).unwrap()).unwrap();
     }
+    // The default (128) is rounded down to a multiple: 126 on 3 planes.
+    let three = sc(4, false).replace("planes = 4", "planes = 3").replace("evs = 4\n", "");
+    Sim::new(Scenario::from_toml(&three).unwrap()).unwrap();
 }
 
 #[test]
