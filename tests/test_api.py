@@ -202,3 +202,41 @@ def test_numpy_integers_are_accepted_as_arguments():
     a = fabricsim.run(tiny, seed=np.int64(3), partitions=np.int32(1), pcap_snap=np.uint16(64))
     b = fabricsim.run(tiny, seed=3)
     assert a.summary["seed"] == b.summary["seed"] == 3
+
+
+def test_a_one_line_string_ending_in_toml_is_a_path(tmp_path):
+    # "loss=0.01.toml" contains "=", and was read as TOML text: a TOML parse error.
+    for missing in ("sweeps/loss=0.01.toml", str(tmp_path / "a=b.toml")):
+        with pytest.raises(fabricsim.ScenarioError, match=f"^scenario file not found: {re.escape(missing)}$"):
+            fabricsim.run(missing)
+    (tmp_path / "a=b.toml").write_text(SMALL)
+    assert fabricsim.validate(str(tmp_path / "a=b.toml"))["name"] == "small"
+    # TOML text still is TOML text.
+    assert fabricsim.validate(SMALL.replace('"small"', '"small.toml"'))["name"] == "small.toml"
+
+
+@pytest.mark.parametrize("change,key", [
+    (lambda d: d.update(seed=2**63), "seed"),
+    (lambda d: d.update(seed=2**64), "seed"),
+    (lambda d: d["topology"].update(leaves=-2**63 - 1), "topology.leaves"),
+    (lambda d: d["workload"][0].update(size=2**64), "workload[0].size"),
+])
+def test_integers_beyond_64_bits_in_a_scenario_dict_name_the_key_and_the_range(change, key):
+    # They were "u64 value was too large at line 1 column 192" (no key) or "expected an
+    # integer, got a float".
+    d = _small_dict()
+    change(d)
+    with pytest.raises(fabricsim.ScenarioError) as e:
+        fabricsim.validate(d)
+    assert str(e.value).startswith(f"{key}: integers must be between -2^63 and 2^63-1 "
+                                   "(-9223372036854775808 and 9223372036854775807), got "), str(e.value)
+    d = _small_dict()
+    d["seed"] = 2**63 - 1
+    assert fabricsim.validate(d)["hosts"] == 8
+
+
+def test_a_capture_with_partitions_names_the_argument():
+    # The core said "the scenario has partitions = 2", although the argument gave it.
+    with pytest.raises(fabricsim.ScenarioError) as e:
+        fabricsim.run(SMALL, partitions=2, pcap="host[0]")
+    assert str(e.value) == "pcap: capture needs one partition (partitions=2 was given)"

@@ -4,6 +4,7 @@ import errno
 import json
 
 import pandas as pd
+import pytest
 
 import fabricsim.cli
 from conftest import SMALL, cli
@@ -135,3 +136,46 @@ def test_a_failed_save_is_named_in_words_and_leaves_nothing(tmp_path, small_toml
     assert err == f"fabricsim: error: --out {out}: cannot write the output folder: no space left on device\n"
     # Neither the folder, nor its temporary sibling, nor the parents made for it.
     assert sorted(x.name for x in tmp_path.iterdir()) == ["small.toml"]
+
+
+def test_a_missing_scenario_path_with_an_equals_sign_is_not_found(tmp_path, capsys, monkeypatch):
+    # It was read as TOML text and reported as a TOML parse error.
+    monkeypatch.chdir(tmp_path)
+    for command in ("run", "validate"):
+        assert fabricsim.cli.main([command, "sweeps/loss=0.01.toml"]) == 2
+        assert capsys.readouterr().err == ("fabricsim: error: sweeps/loss=0.01.toml: scenario file not found: "
+                                           "sweeps/loss=0.01.toml\n")
+    # The argument is a file even when it reads as TOML (and no such file exists).
+    assert fabricsim.cli.main(["validate", "seed = 1"]) == 2
+    assert "scenario file not found: seed = 1" in capsys.readouterr().err
+
+
+def test_flag_errors_name_the_flag(tmp_path, small_toml, capsys):
+    out = tmp_path / "o"
+    # argparse-style, like --seed (was "small.toml: pcap_snap: ...").
+    with pytest.raises(SystemExit) as e:
+        fabricsim.cli.main(["run", str(small_toml), "--out", str(out), "--pcap", "host[0]", "--pcap-snap", "-5"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("fabricsim: error: argument --pcap-snap: expected an integer between 0 and 65535, got '-5'"), err
+    # The partitions came from the flag, not the scenario.
+    assert fabricsim.cli.main(["run", str(small_toml), "--out", str(out), "--pcap", "host[0]", "--partitions", "2"]) == 2
+    assert capsys.readouterr().err == "fabricsim: error: --pcap: capture needs one partition; --partitions 2 was given\n"
+    assert fabricsim.cli.main(["run", str(small_toml), "--out", str(out), "--pcap", "host[99]"]) == 2
+    assert capsys.readouterr().err.startswith('fabricsim: error: --pcap host[99]: no port or node "host[99]" in this topology')
+    # With the partitions in the scenario, the capture flag is named and the scenario blamed.
+    two = tmp_path / "two.toml"
+    two.write_text("partitions = 2\n" + SMALL)
+    assert fabricsim.cli.main(["run", str(two), "--out", str(out), "--pcap", "host[0]"]) == 2
+    assert capsys.readouterr().err == ("fabricsim: error: --pcap host[0]: capture needs one partition "
+                                       "(the scenario has partitions = 2)\n")
+    assert not out.exists()
+
+
+def test_the_saved_scenario_reruns_a_seed_override(tmp_path, small_toml):
+    # scenario.toml kept the file's seed = 3, so running it again gave another run.
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert fabricsim.cli.main(["run", str(small_toml), "--seed", "5", "--out", str(a), "--quiet", "--no-plots"]) == 0
+    assert fabricsim.cli.main(["run", str(a / "scenario.toml"), "--out", str(b), "--quiet", "--no-plots"]) == 0
+    assert json.loads((b / "summary.json").read_text())["seed"] == 5
+    assert (a / "flows.parquet").read_bytes() == (b / "flows.parquet").read_bytes()

@@ -5,7 +5,7 @@
     r.flows        # pandas DataFrame, one row per flow (message)
     r.ports        # pandas DataFrame, sampled port time series
     r.summary      # dict
-    r.save("out")  # Parquet tables, summary.json and plots, written atomically
+    r.save("out")  # Parquet tables, summary.json, scenario.toml and plots, written atomically
 
 Scenario errors raise :class:`ScenarioError` (a ``ValueError``) whose message names the
 key and the allowed values, exactly as the command line prints it.

@@ -10,7 +10,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
-from . import _core
+from . import _core, _toml
 from ._core import ScenarioError
 from .results import Result
 
@@ -42,8 +42,15 @@ def _plain(value: Any, path: str, depth: int = 0) -> Any:
         value = value.tolist()
     if value is None:
         raise ScenarioError(f"{where}: expected a value, got None (leave the key out for its default)")
-    if isinstance(value, (str, bool, int)):
+    if isinstance(value, (str, bool)):
         return value
+    if isinstance(value, int):
+        # The core reads integers as 64-bit: a larger one failed with a JSON column
+        # ("u64 value was too large") or, beyond 2^64, as "got a float".
+        if not -2**63 <= value < 2**63:
+            raise ScenarioError(f"{where}: integers must be between -2^63 and 2^63-1 "
+                                f"(-9223372036854775808 and 9223372036854775807), got {value}")
+        return int(value)
     if isinstance(value, float):
         if not math.isfinite(value):
             raise ScenarioError(f"{where}: expected a finite number, got {value!r}")
@@ -73,7 +80,9 @@ def load(scenario: ScenarioLike) -> Tuple[str, str, Optional[Path]]:
     """Turns a scenario argument into ``(text, format, source path)``.
 
     A mapping is sent as JSON; a path (or a string naming an existing file) is read;
-    any other string containing ``=`` or a newline is taken as TOML text.
+    any other string containing ``=`` or a newline is taken as TOML text, except a
+    one-line string ending in ``.toml``, which is a path (``"sweeps/loss=0.01.toml"``
+    that does not exist is "scenario file not found", not a TOML error).
     """
     if isinstance(scenario, Mapping):
         return json.dumps(_plain(scenario, ""), allow_nan=False), "json", None
@@ -82,7 +91,9 @@ def load(scenario: ScenarioLike) -> Tuple[str, str, Optional[Path]]:
         raise ScenarioError("scenario: empty path (expected a file path, TOML text or a dict)")
     if isinstance(scenario, (str, os.PathLike)):
         path = Path(scenario)
-        if isinstance(scenario, os.PathLike) or _is_file(path) or not ("=" in str(scenario) or "\n" in str(scenario)):
+        text = str(scenario)
+        if (isinstance(scenario, os.PathLike) or _is_file(path) or not ("=" in text or "\n" in text)
+                or (text.endswith(".toml") and "\n" not in text)):
             if not _is_file(path):
                 raise ScenarioError(f"scenario file not found: {path}")
             try:
@@ -99,11 +110,15 @@ def run(scenario: ScenarioLike, *, seed: Optional[int] = None, progress: bool = 
 
     ``seed`` overrides the scenario's seed, ``partitions`` its number of partitions (1 to
     8, simulated on as many threads; results depend on it, as on the seed); ``progress``
-    draws a progress line on stderr.
+    draws a progress line on stderr. The overrides are recorded in the summary's echo of
+    the scenario and in the ``scenario.toml`` that ``Result.save`` writes, so that
+    running that file again gives the same results.
     ``pcap`` (comma-separated port, host or switch names, e.g. ``"leaf[0].up[1],host[3]"``)
     captures the frames crossing those cables, both directions, with payloads cut to
-    ``pcap_snap`` bytes; the file is ``Result.pcap`` and ``Result.save`` moves it into
-    the output folder as ``capture.pcap``.
+    ``pcap_snap`` bytes. The capture is ``Result.pcap``, a temporary file that lives as
+    long as the Result: it is removed when the Result is garbage collected or Python
+    exits, unless ``Result.save`` has copied it into an output folder as
+    ``capture.pcap``; ``Result.pcap`` is then that copy (and later saves copy it again).
     """
     # numpy integers (a sweep over numpy.arange) are plain integers here.
     seed, partitions, pcap_snap = (v.item() if type(v).__module__ == "numpy" and hasattr(v, "item") else v
@@ -120,7 +135,14 @@ def run(scenario: ScenarioLike, *, seed: Optional[int] = None, progress: bool = 
     if pcap is not None and not isinstance(pcap, str):
         raise ScenarioError(f"pcap: expected a string of comma-separated port, host or switch names "
                             f"(e.g. \"leaf[0].up[1],host[3]\") or None, got {pcap!r}")
-    text, fmt, path = load(scenario)
+    if pcap is not None and partitions is not None and partitions > 1:
+        # The core would blame the scenario ("the scenario has partitions = 2").
+        raise ScenarioError(f"pcap: capture needs one partition (partitions={partitions} was given)")
+    plain = _plain(scenario, "") if isinstance(scenario, Mapping) else None
+    if plain is not None:
+        text, fmt, path = json.dumps(plain, allow_nan=False), "json", None
+    else:
+        text, fmt, path = load(scenario)
     capture = None
     if pcap is not None:
         fd, name = tempfile.mkstemp(prefix="fabricsim-", suffix=".pcap")
@@ -132,7 +154,24 @@ def run(scenario: ScenarioLike, *, seed: Optional[int] = None, progress: bool = 
         if capture is not None:
             capture.unlink(missing_ok=True)
         raise
-    return Result.from_core(raw, scenario_text=text if fmt == "toml" else None, source=path, pcap=capture)
+    result = Result.from_core(raw, source=path, pcap=capture, pcap_is_temporary=True)
+    overrides = {k: v for k, v in (("seed", seed), ("partitions", partitions)) if v is not None}
+    result.scenario_text = _scenario_toml(text if plain is None else None, plain, overrides, result.summary)
+    return result
+
+
+def _scenario_toml(text: Optional[str], plain: Optional[Dict[str, Any]], overrides: Dict[str, Any],
+                   summary: Dict[str, Any]) -> str:
+    """The scenario that ran, as TOML that runs the same: the TOML text with the run's
+    ``seed`` and ``partitions`` overrides set in it, or a dict written as TOML."""
+    if text is not None:
+        saved = _toml.with_overrides(text, overrides, "override of this run")
+        if saved is not None:
+            return saved
+        # The text's top-level keys could not be edited safely: the document as the core
+        # read it, overrides included (comments and layout are lost).
+        return _toml.dumps(summary["scenario"])
+    return _toml.dumps({**plain, **overrides})
 
 
 def validate(scenario: ScenarioLike) -> Dict[str, Any]:

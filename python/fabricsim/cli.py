@@ -29,8 +29,14 @@ def _fail(message: str, status: int = 2) -> int:
     return status
 
 
+#: Longest scenario-name part of a default output folder's name (a file name may have
+#: 255 bytes; the time stamp and a counter are added).
+_MAX_NAME = 80
+
+
 def _default_out(name: str) -> Path:
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "run"
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-")
+    safe = safe[:_MAX_NAME].rstrip("-.") or "run"
     base = Path("fabricsim-out") / f"{safe}-{time.strftime('%Y%m%d-%H%M%S')}"
     out, n = base, 1
     while out.exists():
@@ -105,26 +111,39 @@ def _out_problem(out: Path) -> Optional[str]:
     return None
 
 
+def _flag_error(message: str, a: argparse.Namespace) -> Optional[str]:
+    """A core error about a value a flag gave, named by the flag (as argparse names
+    ``--seed``), or None for an error about the scenario."""
+    key, _, rest = message.partition(": ")
+    if key == "pcap" and a.pcap is not None:
+        return f"--pcap {a.pcap}: {rest}"
+    if key == "partitions" and a.partitions is not None:
+        return f"--partitions {a.partitions}: {rest}"
+    return None
+
+
 def _cmd_run(a: argparse.Namespace) -> int:
-    from .api import default_scenario, load, run
+    from .api import default_scenario, run
 
     if a.scenario == "":
         # An empty string used to fall back to the bundled default scenario silently.
         return _fail("scenario: empty path; name a scenario TOML file, or leave it out to run the bundled default")
-    scenario = default_scenario() if a.scenario is None else a.scenario
+    # Always a file: a missing "loss=0.01.toml" is not TOML text.
+    scenario = default_scenario() if a.scenario is None else Path(a.scenario)
+    if a.pcap is not None and a.partitions is not None and a.partitions > 1:
+        return _fail(f"--pcap: capture needs one partition; --partitions {a.partitions} was given")
     if a.out is not None:
         problem = _out_problem(a.out)
         if problem:
             return _fail(problem)
     try:
-        text, _, _ = load(scenario)
         result = run(scenario, seed=a.seed, progress=not a.quiet and sys.stderr.isatty(), pcap=a.pcap, pcap_snap=a.pcap_snap,
                      partitions=a.partitions)
     except ScenarioError as e:
-        return _fail(f"{scenario}: {e}")
+        return _fail(_flag_error(str(e), a) or f"{scenario}: {e}")
     out = a.out or _default_out(result.summary["name"])
-    plots = bool(result.summary.get("scenario", {}).get("output", {}).get("plots", True)) and not a.no_plots
-    result.scenario_text = text
+    # The scenario's output.plots decides, unless --no-plots.
+    plots = False if a.no_plots else None
     try:
         result.save(out, plots=plots)
     except OSError as e:
@@ -143,7 +162,7 @@ def _cmd_validate(a: argparse.Namespace) -> int:
     if a.scenario == "":
         return _fail("scenario: empty path; name a scenario TOML file")
     try:
-        info = validate(a.scenario)
+        info = validate(Path(a.scenario))
     except ScenarioError as e:
         return _fail(f"{a.scenario}: {e}")
     print(f"{a.scenario}: valid ({info['name']}: {info['hosts']} hosts, {info['flows']} flows on "
@@ -222,7 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-plots", action="store_true", help="do not draw the PNG plots")
     r.add_argument("--pcap", metavar="SPEC", help="capture the frames crossing these cables into capture.pcap: comma-separated "
                    "port names (leaf[0].up[1]), hosts (host[3]) or switches (spine[0]); both directions")
-    r.add_argument("--pcap-snap", type=int, default=128, metavar="BYTES", help="payload bytes kept per captured frame (default 128)")
+    r.add_argument("--pcap-snap", type=_pcap_snap, default=128, metavar="BYTES", help="payload bytes kept per captured frame (default 128)")
     r.set_defaults(func=_cmd_run)
 
     v = sub.add_parser("validate", help="check a scenario without running it")
@@ -249,6 +268,16 @@ def _partitions(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected an integer between 1 and 8, got {text!r}") from None
     if not 1 <= v <= 8:
         raise argparse.ArgumentTypeError(f"expected an integer between 1 and 8, got {text!r}")
+    return v
+
+
+def _pcap_snap(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer between 0 and 65535, got {text!r}") from None
+    if not 0 <= v <= 65535:
+        raise argparse.ArgumentTypeError(f"expected an integer between 0 and 65535, got {text!r}")
     return v
 
 

@@ -1,10 +1,17 @@
-"""The standard plots: FCT CDF, per-flow throughput, queue depth of the busiest ports."""
+"""The standard plots: FCT CDF, per-flow throughput, queue depth of the busiest ports.
+
+Titles, labels and legends that contain names (the scenario's, ports') are drawn as
+literal text: a ``$`` in a scenario name is not matplotlib math text (which could fail
+to parse after the run, or silently draw ``$5 vs $10`` as math).
+"""
 
 from __future__ import annotations
 
+import math
+import re
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, List
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -19,6 +26,22 @@ def _pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+#: Text properties of user-given text: never math text, never handed to TeX.
+LITERAL: Dict[str, Any] = {"parse_math": False, "usetex": False}
+
+
+def _title(ax, r: "Result", what: str) -> None:
+    """``<scenario name>: <what>`` as the title, literally."""
+    ax.set_title(f"{r.summary['name']}: {what}", **LITERAL)
+
+
+def _legend(ax, **kwargs) -> None:
+    """A legend whose entries (port names and such) are literal text."""
+    for t in ax.legend(**kwargs).get_texts():
+        t.set_parse_math(False)
+        t.set_usetex(False)
 
 
 @contextmanager
@@ -36,6 +59,49 @@ def _figure(path: Path) -> Iterator:
         plt.close(fig)
 
 
+_DURATION = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s*(ps|ns|us|µs|μs|ms|s)\s*", re.I)
+_NS = {"ps": 1e-3, "ns": 1.0, "us": 1e3, "µs": 1e3, "μs": 1e3, "ms": 1e6, "s": 1e9}
+
+
+def sample_interval_ns(r: "Result") -> Optional[float]:
+    """The run's ``output.sample_interval`` in ns (default 10 us), None if off or not
+    understood."""
+    output = (r.summary.get("scenario") or {}).get("output") or {}
+    text = output.get("sample_interval", "10us") if isinstance(output, dict) else "10us"
+    m = _DURATION.fullmatch(text) if isinstance(text, str) else None
+    if not m:
+        return None
+    ns = float(m.group(1)) * _NS[m.group(2).lower()]
+    return ns if ns > 0 else None
+
+
+def interval_steps(time_ns: Sequence[float], values: Sequence[float], interval_ns: Optional[float]) -> Tuple[np.ndarray, np.ndarray]:
+    """Points for ``ax.step(x, y, where="pre")`` of a time series whose ``time_ns`` is
+    the END of each sampling interval: each value is drawn over its own interval
+    ``(time_ns - interval, time_ns]``, from the start of the first one, and a stretch
+    without rows (nothing happened there) is drawn at 0."""
+    x: List[float] = []
+    y: List[float] = []
+    prev = None
+    for t, v in zip(time_ns, values):
+        t = float(t)
+        if interval_ns is None:
+            start = t if prev is None else prev
+        else:
+            # Intervals end on multiples of the interval, except the run's last one,
+            # which ends with the run: either way it starts at the multiple before.
+            start = max((math.ceil(t / interval_ns - 1e-9) - 1) * interval_ns, 0.0)
+        if prev is not None:
+            start = max(start, prev)
+        if prev is None or start > prev:
+            x.append(start)
+            y.append(0.0)
+        x.append(t)
+        y.append(float(v))
+        prev = t
+    return np.asarray(x), np.asarray(y)
+
+
 def fct_cdf(r: "Result", path: Path) -> Path:
     """CDF of flow completion times, one curve per workload."""
     with _figure(path) as ax:
@@ -45,9 +111,9 @@ def fct_cdf(r: "Result", path: Path) -> Path:
             ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", label=f"workload {w}")
         ax.set_xlabel("flow completion time (us)")
         ax.set_ylabel("fraction of flows")
-        ax.set_title(f"{r.summary['name']}: FCT CDF ({len(done)}/{len(r.flows)} flows finished)")
+        _title(ax, r, f"FCT CDF ({len(done)}/{len(r.flows)} flows finished)")
         if done["workload"].nunique() > 1:
-            ax.legend()
+            _legend(ax)
     return path
 
 
@@ -59,27 +125,30 @@ def throughput(r: "Result", path: Path) -> Path:
         ax.plot(np.arange(len(gbps)), gbps, marker=".", linestyle="none")
         ax.set_xlabel("flows, sorted")
         ax.set_ylabel("average throughput (Gb/s)")
-        ax.set_title(f"{r.summary['name']}: per-flow throughput")
+        _title(ax, r, "per-flow throughput")
         ax.set_ylim(bottom=0)
     return path
 
 
 def queues(r: "Result", path: Path, top: int = 6) -> Path:
-    """Largest data-queue depth per sampling interval of the busiest ports."""
+    """Largest data-queue depth per sampling interval of the busiest ports (each value
+    over its interval: ``time_ns`` is the end of the interval)."""
     with _figure(path) as ax:
         p = r.ports
         if len(p):
+            interval = sample_interval_ns(r)
             busiest = p.groupby("port", observed=True)["queue_max_bytes"].max().sort_values(ascending=False)
             for name in busiest.index[:top]:
                 if busiest[name] <= 0:
                     break
                 g = p[p["port"] == name]
-                ax.step(g["time_ns"] / 1e3, g["queue_max_bytes"] / 1e3, where="post", label=str(name))
+                x, y = interval_steps(g["time_ns"], g["queue_max_bytes"], interval)
+                ax.step(x / 1e3, y / 1e3, where="pre", label=str(name))
             if busiest.max() > 0:
-                ax.legend(fontsize=7)
+                _legend(ax, fontsize=7)
         ax.set_xlabel("time (us)")
         ax.set_ylabel("queue depth, max per interval (KB)")
-        ax.set_title(f"{r.summary['name']}: busiest ports")
+        _title(ax, r, "busiest ports")
     return path
 
 
@@ -94,9 +163,9 @@ def path_load(r: "Result", path: Path, top: int = 4) -> Path:
             ax.plot(np.arange(len(g)), g, marker=".", label=f"connection {c} ({len(g)} paths)")
         ax.set_xlabel("paths, busiest first")
         ax.set_ylabel("packets sent")
-        ax.set_title(f"{r.summary['name']}: per-path load")
+        _title(ax, r, "per-path load")
         ax.set_ylim(bottom=0)
-        ax.legend(fontsize=7)
+        _legend(ax, fontsize=7)
     return path
 
 
@@ -104,7 +173,8 @@ STATES = ("active", "avoided", "retired", "probing", "backup")
 
 
 def ev_states(r: "Result", path: Path) -> Path:
-    """How many entropy values are in each state over time (all connections)."""
+    """How many entropy values are in each state over time (all connections); a
+    state change's ``time_ns`` is when it happened, so counts hold from then on."""
     with _figure(path) as ax:
         log = r.ev_states.sort_values("time_ns", kind="stable")
         current = {}
@@ -124,8 +194,8 @@ def ev_states(r: "Result", path: Path) -> Path:
                 ax.step(times, series[s], where="post", label=s)
         ax.set_xlabel("time (us)")
         ax.set_ylabel("entropy values")
-        ax.set_title(f"{r.summary['name']}: EV states over time")
-        ax.legend(fontsize=7)
+        _title(ax, r, "EV states over time")
+        _legend(ax, fontsize=7)
     return path
 
 
@@ -138,23 +208,26 @@ def ooo_cdf(r: "Result", path: Path) -> Path:
         ax.set_xscale("log")
         ax.set_xlabel("out-of-order degree + 1 (PSN - next expected PSN)")
         ax.set_ylabel("fraction of packets")
-        ax.set_title(f"{r.summary['name']}: out-of-order degree (max {int(o['degree'].max())})")
+        _title(ax, r, f"out-of-order degree (max {int(o['degree'].max())})")
     return path
 
 
 def throughput_time(r: "Result", path: Path, top: int = 8) -> Path:
-    """Throughput over time of the connections that moved the most bytes."""
+    """Throughput over time of the connections that moved the most bytes (each value
+    over its interval: ``time_ns`` is the end of the interval)."""
     with _figure(path) as ax:
         t = r.throughput
+        interval = sample_interval_ns(r)
         busiest = t.groupby("connection")["bytes"].sum().sort_values(ascending=False).index[:top]
         for c in busiest:
             g = t[t["connection"] == c]
-            ax.step(g["time_ns"] / 1e3, g["gbps"], where="post", label=f"connection {c}")
+            x, y = interval_steps(g["time_ns"], g["gbps"], interval)
+            ax.step(x / 1e3, y, where="pre", label=f"connection {c}")
         ax.set_xlabel("time (us)")
         ax.set_ylabel("throughput (Gb/s)")
-        ax.set_title(f"{r.summary['name']}: throughput over time")
+        _title(ax, r, "throughput over time")
         ax.set_ylim(bottom=0)
-        ax.legend(fontsize=7)
+        _legend(ax, fontsize=7)
     return path
 
 

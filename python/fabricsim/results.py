@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
-import tempfile
+import stat
+import weakref
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -17,6 +19,14 @@ _NULLABLE = {"start_ns", "finish_ns", "fct_ns", "collective", "duration_ns", "oo
 
 # The tables a run produces, in the order they are written.
 TABLES = ("flows", "ports", "collectives", "connections", "paths", "ev_states", "ooo", "throughput", "faults")
+
+
+def _remove(path: str) -> None:
+    """Deletes a temporary capture (finalizer of a Result: never raises)."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _frame(columns: Sequence[Tuple[str, Any]]) -> pd.DataFrame:
@@ -44,16 +54,23 @@ class Result:
         collectives: one row per collective operation.
         summary: totals, percentiles and the scenario echo; wall-clock figures are
             under the ``run`` key only.
+        scenario_text: the scenario as TOML that runs the same (``scenario.toml``).
+        pcap: the capture file of a run with ``pcap=`` (else None).
     """
 
     def __init__(self, tables: Dict[str, pd.DataFrame], summary: Dict[str, Any],
-                 scenario_text: Optional[str] = None, source: Optional[Path] = None, pcap: Optional[Path] = None):
+                 scenario_text: Optional[str] = None, source: Optional[Path] = None, pcap: Optional[Path] = None,
+                 pcap_is_temporary: bool = False):
         self.tables = tables
         self.summary = summary
         self.scenario_text = scenario_text
         self.source = source
-        #: A pcap capture written during the run (moved into the folder by ``save``).
+        #: The pcap capture written during the run. A temporary file (``pcap_is_temporary``)
+        #: belongs to this Result: it is deleted when the Result is garbage collected or
+        #: Python exits, or once ``save`` has written it into an output folder, from then
+        #: on ``pcap`` is that folder's ``capture.pcap``.
         self.pcap = pcap
+        self._pcap_cleanup = weakref.finalize(self, _remove, str(pcap)) if pcap is not None and pcap_is_temporary else None
 
     flows = property(lambda self: self.tables["flows"], doc="One row per flow (message).")
     ports = property(lambda self: self.tables["ports"], doc="Sampled port time series.")
@@ -67,7 +84,7 @@ class Result:
 
     @classmethod
     def from_core(cls, raw: Dict[str, Any], scenario_text: Optional[str] = None, source: Optional[Path] = None,
-                  pcap: Optional[Path] = None) -> "Result":
+                  pcap: Optional[Path] = None, pcap_is_temporary: bool = False) -> "Result":
         names: List[str] = raw["port_names"]
         tables = {name: _frame(raw[name]) for name in TABLES}
         ports = tables["ports"]
@@ -81,26 +98,38 @@ class Result:
         }
         if raw.get("pcap_frames") is not None:
             summary["run"]["pcap_frames"] = raw["pcap_frames"]
-        return cls(tables, summary, scenario_text, source, pcap)
+        return cls(tables, summary, scenario_text, source, pcap, pcap_is_temporary)
 
     def __repr__(self) -> str:
         s = self.summary
         return (f"<fabricsim.Result {s['name']!r}: {s['flows']['finished']}/{s['flows']['total']} flows, "
                 f"{s['sim_time_ns'] / 1e6:.3f} ms simulated>")
 
-    def save(self, out: "os.PathLike[str] | str", plots: bool = True) -> Path:
+    def save(self, out: "os.PathLike[str] | str", plots: Optional[bool] = None) -> Path:
         """Writes every table as Parquet (``flows``, ``ports``, ``collectives``,
         ``connections``, ``paths``, ``ev_states``, ``ooo``, ``throughput``, ``faults``),
-        ``summary.json``, the scenario, a pcap capture if one was taken
-        (``capture.pcap``) and (optionally) the plots into ``out``.
+        ``summary.json``, the scenario (``scenario.toml``: the input with the run's
+        ``seed``/``partitions`` overrides, or a dict scenario written as TOML), a pcap
+        capture if one was taken (``capture.pcap``) and the plots into ``out``.
+
+        ``plots`` draws the plots (True) or not (False); by default the scenario's
+        ``output.plots`` decides.
 
         The folder appears complete or not at all: everything is written to a
-        temporary sibling folder that is renamed into place at the end. ``out`` must
-        not exist or must be empty.
+        temporary sibling folder that is renamed into place at the end, and a saved
+        folder is never changed afterwards (a second ``save`` copies the capture). The
+        folder gets the usual permissions (0o777 less the umask); ``out`` must not exist
+        or must be an empty folder, whose permissions are kept.
+
+        The first save of a run's temporary capture ends its life as a temporary file:
+        ``Result.pcap`` becomes ``out/capture.pcap``.
         """
         out = Path(out)
         if out.exists() and (not out.is_dir() or any(out.iterdir())):
             raise FileExistsError(f"output folder {out} already exists and is not empty")
+        if plots is None:
+            output = (self.summary.get("scenario") or {}).get("output") or {}
+            plots = bool(output.get("plots", True)) if isinstance(output, dict) else True
         # The missing parents are made here and removed again if anything fails.
         made = []
         parent = out.parent
@@ -110,12 +139,16 @@ class Result:
         tmp = None
         try:
             out.parent.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+            tmp = _temporary_sibling(out)
+            if out.is_dir():
+                # An (empty) folder the user made keeps its permissions.
+                os.chmod(tmp, stat.S_IMODE(out.stat().st_mode))
             for name in TABLES:
                 self.tables[name].to_parquet(tmp / f"{name}.parquet", index=False)
-            if self.pcap is not None and Path(self.pcap).exists():
-                shutil.move(str(self.pcap), tmp / "capture.pcap")
-                self.pcap = out / "capture.pcap"
+            captured = self.pcap is not None and Path(self.pcap).exists()
+            if captured:
+                # Copied, never moved: the capture may be another output folder's.
+                shutil.copyfile(self.pcap, tmp / "capture.pcap")
             with open(tmp / "summary.json", "w", encoding="utf-8") as f:
                 json.dump(self.summary, f, indent=2, sort_keys=True, allow_nan=False, default=str)
                 f.write("\n")
@@ -137,4 +170,23 @@ class Result:
                 except OSError:
                     break
             raise
+        if captured:
+            self.pcap = out.absolute() / "capture.pcap"
+            if self._pcap_cleanup is not None:
+                self._pcap_cleanup()  # the temporary capture is no longer needed
+                self._pcap_cleanup = None
         return out
+
+
+def _temporary_sibling(out: Path) -> Path:
+    """A new empty folder beside ``out`` named ``.<start of out's name>.<random>.tmp``
+    (short, whatever the length of ``out``'s name), made with the usual permissions
+    (0o777 less the umask; ``tempfile.mkdtemp`` makes 0o700)."""
+    for _ in range(100):
+        tmp = out.parent / f".{out.name[:32]}.{secrets.token_hex(4)}.tmp"
+        try:
+            os.mkdir(tmp)
+        except FileExistsError:
+            continue
+        return tmp
+    raise FileExistsError(f"cannot create a temporary folder beside {out}")
