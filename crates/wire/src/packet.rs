@@ -293,6 +293,10 @@ impl Ext {
     /// A repeated acknowledgement (sent again on a reverse path just found to work): it
     /// gives no round-trip sample.
     pub const F_REPEAT: u8 = 1 << 5;
+    /// A probe reply from a sender that has heard no acknowledgement for a round trip
+    /// while packets are outstanding: the receiver repeats its latest acknowledgement
+    /// on the reverse path the reply just proved.
+    pub const F_UNHEARD: u8 = 1 << 6;
 }
 
 /// One packet: headers as data plus a payload length (payload bytes are not stored).

@@ -116,6 +116,27 @@ impl SprayResponder {
         self.ctrl[(port - self.info.first_port) as usize].push_back(pkt);
     }
 
+    /// The acknowledgement to repeat on a reverse path just found to work: for the
+    /// highest PSN held, with its bitmap (the sender may have missed every one since,
+    /// and would resend all they covered), or else `stored`. `None` before any data.
+    fn repeat_ack(&self, stored: Option<Packet>) -> Option<Packet> {
+        let mut ack = match (self.highest, stored) {
+            (Some((h, _, _)), Some(ack)) if h <= ack.ext.ack_psn => ack,
+            (Some((h, ev, ts)), stored) => {
+                let op = if self.cfg.sack { opcode::X_SACK } else { opcode::X_ACK };
+                let mut ack = stored.unwrap_or_else(|| self.control(op, 0));
+                let bitmap = if self.cfg.sack { self.win.sack_bits(h) } else { 0 };
+                ack.ext = Ext { ev, ts, ack_psn: h, bitmap, flags: 0, ..ack.ext };
+                ack
+            }
+            (None, stored) => stored?,
+        };
+        ack.ext.cum_psn = self.win.rcv_nxt();
+        ack.bth.psn = self.win.rcv_nxt();
+        ack.ext.flags |= Ext::F_REPEAT;
+        Some(ack)
+    }
+
     fn arrival_port(&self, pkt: &Packet) -> u8 {
         // A packet stays in its plane: it arrives on the port of the sender's port.
         if self.info.ports > 1 {
@@ -185,18 +206,13 @@ impl Endpoint for SprayResponder {
                 if p >= self.info.first_port && p < self.info.first_port + self.info.ports {
                     self.rev_ev[(p - self.info.first_port) as usize] = pkt.ext.ev;
                     // The sender may be waiting on a timeout for an acknowledgement
-                    // that died on the old path: repeat the latest on the new one.
-                    if let Some((port, mut ack)) = self.unheard_ack.take_if(|(port, _)| *port == p) {
-                        // For the highest PSN we hold: the sender may have missed every
-                        // acknowledgement since, and would resend all they covered.
-                        if let Some((h, ev, ts)) = self.highest.filter(|h| h.0 > ack.ext.ack_psn) {
-                            ack.ext = Ext { ev, ts, ack_psn: h, bitmap: self.win.sack_bits(h), ..ack.ext };
-                            ack.ext.flags = 0;
+                    // that died on the old path (a duplicate showed it, or the sender
+                    // says it has heard none): repeat the latest on the new one.
+                    let stored = self.unheard_ack.take_if(|(port, _)| *port == p).map(|(_, ack)| ack);
+                    if stored.is_some() || pkt.ext.flags & Ext::F_UNHEARD != 0 {
+                        if let Some(ack) = self.repeat_ack(stored) {
+                            self.queue(p, ack, 0);
                         }
-                        ack.ext.cum_psn = self.win.rcv_nxt();
-                        ack.bth.psn = self.win.rcv_nxt();
-                        ack.ext.flags |= Ext::F_REPEAT;
-                        self.queue(port, ack, 0);
                     }
                 }
                 return;

@@ -341,6 +341,15 @@ impl EvSets {
         if n == 0 {
             return None;
         }
+        // A packet lost on the plane's only active EV is resent on a backup (once, not
+        // activating it): "resent on another path". On the same EV it was lost for ever
+        // when that one path was dead and nothing else was sent to prove it (a timeout
+        // only retires an EV once a later packet got through elsewhere).
+        if n == 1 && avoid.is_some_and(|a| self.hot[list[0] as usize].ev == a) {
+            if let Some(&b) = self.backup[p as usize].front() {
+                return Some((self.hot[b as usize].ev, b));
+            }
+        }
         let mut decremented = false;
         let mut fallback = None;
         for _ in 0..n {

@@ -101,6 +101,8 @@ pub struct MrcSender {
     reo_grown_at: Time,
     /// The RTT of the latest acknowledgement that gave a sample.
     latest_rtt: Option<Dur>,
+    /// When the latest acknowledgement arrived.
+    last_ack_at: Option<Time>,
     stats: EndpointStats,
 }
 
@@ -129,6 +131,7 @@ impl MrcSender {
             acks_since_spurious: 0,
             reo_grown_at: Time::ZERO,
             latest_rtt: None,
+            last_ack_at: None,
             stats: EndpointStats::default(),
             info,
             cfg,
@@ -223,6 +226,7 @@ impl MrcSender {
     }
 
     fn on_sack(&mut self, now: Time, e: &Ext) {
+        self.last_ack_at = Some(now);
         let acked = self.buf.ack_copy(e.ack_psn, Time(e.ts));
         let plane = (fabricsim_wire::ev_plane(e.ev) & 7) as usize;
         self.plane_acked[plane] = self.plane_acked[plane].max(Time(e.ts));
@@ -321,6 +325,13 @@ impl MrcSender {
         })
     }
 
+    /// Whether no acknowledgement has come back for a round trip although packets are
+    /// outstanding: the receiver's reverse path may be dead (its probe then learns so).
+    fn unheard(&self, now: Time) -> bool {
+        let rtt = self.rack_rtt();
+        self.buf.oldest_send().is_some_and(|t| now >= t + rtt) && self.last_ack_at.is_none_or(|t| now >= t + rtt)
+    }
+
     /// When RACK's reordering timer expires (a round trip and the reordering window
     /// after the oldest packet sent before one since acknowledged).
     fn rack_deadline(&self) -> Option<Time> {
@@ -402,6 +413,9 @@ impl Endpoint for MrcSender {
                     if let Some(ev) = hint.or_else(|| self.evs.any_active(i)) {
                         let mut reply = self.control(opcode::X_PROBE_REPLY, ev);
                         reply.ext = Ext { ev: pkt.ext.ev, ts: pkt.ext.ts, ..Default::default() };
+                        if self.unheard(now) {
+                            reply.ext.flags |= Ext::F_UNHEARD;
+                        }
                         self.stats.control_sent += 1;
                         self.ctrl[i as usize].push_back(reply);
                     }
