@@ -12,7 +12,9 @@
 //! * A trimmed packet is NACKed and resent at once on another EV. An untrimmed loss
 //!   retires its EV; a backup of the same plane replaces it; background probes bring
 //!   retired EVs back. Losses are detected RACK-style from SACKs (a packet sent `reo`
-//!   before an acknowledged one) or by timeout, and resent at once. RACK only suspects
+//!   before an acknowledged one, or by RACK's timer any packet sent before one since
+//!   acknowledged, two round trips on) or by timeout, and resent at once; a packet lost
+//!   on its plane's only active EV is resent on a backup. RACK only suspects
 //!   the path, though: sprayed packets reorder by the queueing differences between
 //!   paths, which can exceed any window short of the RTT. A suspected EV leaves the
 //!   rotation at once for a backup (held apart from the backup pool meanwhile, so a
@@ -29,6 +31,9 @@
 //!   lost packets go to another plane, timed-out ones to a plane known to deliver.
 //! * A local port going down, or a peer's SACK bitmap showing its port down, takes that
 //!   plane out; packets in flight on it are resent on the others.
+//! * A sender that has heard no acknowledgement for a round trip while packets are out
+//!   says so ([`Ext::F_UNHEARD`]) in its answer to the receiver's reverse probe, and
+//!   the receiver repeats its latest state on the reverse EV the answer proved.
 //! * Congestion control is not specified by the paper; fabricsim uses one window per
 //!   connection ([`cc`]): additive increase per acknowledged packet, a multiplicative
 //!   cut on trim NACKs at most once per RTT (incast is where trims happen), and
@@ -341,10 +346,11 @@ impl MrcSender {
     /// The reordering RACK's timer allows beyond a round trip: the reordering window,
     /// or if more a whole round trip (RFC 8985 caps the window at the smoothed RTT).
     /// Behind a slow or deep bottleneck a few microseconds of reordering upstream
-    /// become tens, as other senders' frames queue between the two: with a quarter
-    /// round trip the timer resent 56 packets that had arrived (a 1 Gb/s host link)
-    /// and retired 15 % more healthy EVs behind a 4:1 bottleneck (MRC Fig. 19). Two
-    /// round trips still find a burst's last losses long before the RTO.
+    /// become tens, as other senders' frames queue between the two: with the
+    /// reordering window alone the timer resent 56 packets that had arrived (a 1 Gb/s
+    /// host link), with a quarter round trip it still retired 15 % more healthy EVs
+    /// behind a 4:1 bottleneck (MRC Fig. 19). Two round trips still find a burst's
+    /// last losses long before the RTO.
     fn rack_timer_window(&self) -> Dur {
         self.reo().max(self.rack_rtt())
     }
