@@ -261,34 +261,23 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _partitions(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer between 1 and 8, got {text!r}") from None
-    if not 1 <= v <= 8:
-        raise argparse.ArgumentTypeError(f"expected an integer between 1 and 8, got {text!r}")
-    return v
+def _int_in(lo: int, hi: int, shown: str, base: int = 10):
+    """An argparse type: an integer from ``lo`` to ``hi``, written ``shown`` in errors
+    (``base`` 0 also takes ``0x`` and ``0o`` prefixes)."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text, base)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer between {shown}, got {text!r}") from None
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"expected an integer between {shown}, got {text!r}")
+        return v
+    return parse
 
 
-def _pcap_snap(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer between 0 and 65535, got {text!r}") from None
-    if not 0 <= v <= 65535:
-        raise argparse.ArgumentTypeError(f"expected an integer between 0 and 65535, got {text!r}")
-    return v
-
-
-def _seed(text: str) -> int:
-    try:
-        v = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer between 0 and 2^63-1, got {text!r}") from None
-    if not 0 <= v < 2**63:
-        raise argparse.ArgumentTypeError(f"expected an integer between 0 and 2^63-1, got {text!r}")
-    return v
+_partitions = _int_in(1, 8, "1 and 8")
+_pcap_snap = _int_in(0, 65535, "0 and 65535")
+_seed = _int_in(0, 2**63 - 1, "0 and 2^63-1", base=0)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -55,6 +55,13 @@ fn mrc(p: &Pair) -> &MrcSender {
     m
 }
 
+/// A predicate true for the first value it is shown and for every later equal one: the
+/// first entropy value (or parity) a fate rule meets is the one that dies.
+fn first_seen() -> impl FnMut(u32) -> bool {
+    let mut first = None;
+    move |v| *first.get_or_insert(v) == v
+}
+
 /// When the requester saw its first message fully acknowledged.
 fn acked_at(p: &Pair) -> Time {
     p.events
@@ -369,8 +376,7 @@ fn a_repaired_reverse_path_reports_everything_received() {
     let mut timed_out = 0;
     for seed in 1..=8 {
         let mut p = pair(seed);
-        let dead_parity = std::rc::Rc::new(std::cell::Cell::new(None::<u32>));
-        let d = dead_parity.clone();
+        let mut dead_parity = first_seen();
         let mut first_copy = [true; 16];
         p.fate = Box::new(move |side, pkt: &mut Packet, _| {
             if side == 0 {
@@ -381,11 +387,7 @@ fn a_repaired_reverse_path_reports_everything_received() {
                 }
                 return (lose, false);
             }
-            let ev = pkt.net.entropy();
-            if d.get().is_none() {
-                d.set(Some(ev & 1));
-            }
-            (d.get() == Some(ev & 1), false)
+            (dead_parity(pkt.net.entropy() & 1), false)
         });
         p.post(Message { seq: 0, len: 16 * 4096, va: 0, rkey: 1 });
         p.run(Time::ZERO + Dur::from_ms(5));
@@ -447,18 +449,8 @@ fn a_sender_that_hears_nothing_gets_the_receivers_state_on_the_probed_path() {
     let mut before_timeout = 0;
     for seed in 1..=8 {
         let mut p = pair(seed);
-        let dead_parity = std::rc::Rc::new(std::cell::Cell::new(None::<u32>));
-        let d = dead_parity.clone();
-        p.fate = Box::new(move |side, pkt: &mut Packet, _| {
-            if side == 0 {
-                return (false, false);
-            }
-            let ev = pkt.net.entropy();
-            if d.get().is_none() {
-                d.set(Some(ev & 1));
-            }
-            (d.get() == Some(ev & 1), false)
-        });
+        let mut dead_parity = first_seen();
+        p.fate = Box::new(move |side, pkt: &mut Packet, _| (side == 1 && dead_parity(pkt.net.entropy() & 1), false));
         // Four packets: the last arrives before the probe's answer comes back, so no
         // later acknowledgement takes the new path by itself.
         p.post(Message { seq: 0, len: 4 * 4096, va: 0, rkey: 1 });
