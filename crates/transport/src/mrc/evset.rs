@@ -353,7 +353,12 @@ impl EvSets {
         let mut decremented = false;
         let mut fallback = None;
         for _ in 0..n {
-            let r = self.rot[p as usize] % n;
+            // The list may have shrunk since the last send; `%` only then (a division
+            // per packet showed in profiles).
+            let mut r = self.rot[p as usize];
+            if r >= n {
+                r %= n;
+            }
             self.rot[p as usize] = r + 1;
             let i = self.active[p as usize][r];
             let e = self.hot[i as usize];
