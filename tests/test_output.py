@@ -267,3 +267,26 @@ def test_save_into_a_folder_with_a_long_name(tmp_path):
     y = fabricsim.run(LONE).save(tmp_path / ("y" * 250), plots=False)
     assert (y / "flows.parquet").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["y" * 250]
+
+
+# --- 9. the plane of a path ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["udmp", "stellar", "mprdma", "mrc"])
+def test_paths_name_the_plane_their_packets_were_sent_in(kind):
+    # Two planes; connection c of a single-port transport is bound to NIC port c mod 2,
+    # while MRC spreads every connection over both.
+    r = fabricsim.run({"topology": {"kind": "multi_plane", "planes": 2, "groups": 2, "hosts_per_group": 2,
+                                    "t1_per_plane": 2},
+                       "fabric": {"pfc": False, "trimming": True},
+                       "transport": {"kind": kind},
+                       "workload": {"kind": "flows", "flows": [{"src": 0, "dst": 2, "size": "64KB"},
+                                                               {"src": 1, "dst": 3, "size": "64KB"}]}})
+    planes = r.paths[r.paths.packets > 0].groupby("connection").plane.unique()
+    sent = r.ports.groupby("port").tx_bytes.sum()
+    for conn, src in [(0, 0), (1, 1)]:
+        # Hosts 0 and 1 only send their connection's data: the NIC ports that carried
+        # bytes are the planes the paths table must name.
+        used = {p for p in (0, 1) if sent.get(f"host[{src}].nic[{p}]", 0) > 0}
+        assert used == ({0, 1} if kind == "mrc" else {conn})
+        assert set(planes[conn]) == used

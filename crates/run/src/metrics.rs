@@ -414,7 +414,6 @@ fn collective_json(t: &Table, i: usize) -> Value {
 /// Per-path (entropy value) counters of every multipath sender.
 pub fn path_table(sim: &Sim) -> Table {
     let rows = sim.path_stats();
-    let multi_plane = sim.fabric.nics() > 1;
     let mut t = Table::default();
     t.push("connection", Column::U32(rows.iter().map(|r| r.0).collect()))
         .push("qp", Column::U32(rows.iter().map(|r| r.1).collect()))
@@ -422,7 +421,7 @@ pub fn path_table(sim: &Sim) -> Table {
         .push(
             "plane",
             Column::U32(
-                rows.iter().map(|r| if multi_plane { fabricsim_wire::ev_plane(r.2.ev) as u32 } else { 0 }).collect(),
+                rows.iter().map(|r| sim.path_plane(r.0, r.1, r.2.ev)).collect(),
             ),
         )
         .push("packets", Column::U64(rows.iter().map(|r| r.2.packets).collect()))
@@ -436,7 +435,6 @@ pub fn path_table(sim: &Sim) -> Table {
 /// Entropy-value state changes over time.
 pub fn ev_state_table(sim: &Sim) -> Table {
     let log = &sim.ev_log;
-    let multi_plane = sim.fabric.nics() > 1;
     let mut t = Table::default();
     t.push("time_ns", Column::U64(log.iter().map(|l| l.1.time.as_ns()).collect()))
         .push("connection", Column::U32(log.iter().map(|l| l.0).collect()))
@@ -444,7 +442,8 @@ pub fn ev_state_table(sim: &Sim) -> Table {
         .push(
             "plane",
             Column::U32(
-                log.iter().map(|l| if multi_plane { fabricsim_wire::ev_plane(l.1.ev) as u32 } else { 0 }).collect(),
+                // EV states come from the connection's only multipath QP (0).
+                log.iter().map(|l| sim.path_plane(l.0, 0, l.1.ev)).collect(),
             ),
         )
         .push("state", Column::Str(log.iter().map(|l| l.1.state.name().to_string()).collect()));

@@ -1176,6 +1176,21 @@ impl Sim {
         out
     }
 
+    /// The plane a path of QP `qp` of connection `conn` runs in: a transport spanning
+    /// every NIC port tags its entropy values with their plane; a single-port one sends
+    /// all of them from the port it is bound to (their tags say plane 0).
+    pub fn path_plane(&self, conn: u32, qp: u32, ev: u32) -> u32 {
+        if self.fabric.nics() == 1 {
+            return 0;
+        }
+        let m = &self.meta[(self.conns[conn as usize].first_ep + 2 * qp) as usize];
+        if m.ports > 1 {
+            fabricsim_wire::ev_plane(ev) as u32
+        } else {
+            m.first_port as u32
+        }
+    }
+
     /// Packets of each message sent more than once: the counts reported with each
     /// acknowledgement, and for messages the run ended on before their acknowledgement
     /// came back, the sender's count so far.
