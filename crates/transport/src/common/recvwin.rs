@@ -219,7 +219,8 @@ mod tests {
             // window's base moves and stragglers leave holes behind it.
             let arrived = 1 + rng.below(300) as u32;
             for p in 0..arrived {
-                if rng.below(100) < 100 - (p as u64 * 100 / 400) - if trial % 3 == 0 { 30 } else { 0 } {
+                let keep = (100 - p as u64 * 100 / 400).saturating_sub(if trial % 3 == 0 { 30 } else { 0 });
+                if rng.below(100) < keep {
                     w.arrive(p, 0, 1_000_000);
                 }
             }

@@ -296,9 +296,19 @@ impl Endpoint for SprayResponder {
 
     fn on_timeout(&mut self, _now: Time) {}
 
-    fn on_port_state(&mut self, _now: Time, port: u8, up: bool) {
+    fn on_port_state(&mut self, now: Time, port: u8, up: bool) {
         if up {
+            let was_down = self.ports_up & (1 << port) == 0;
             self.ports_up |= 1 << port;
+            if was_down && self.cfg.reverse_probe.is_some() {
+                // Back up: the sender has been timing out against this port, its
+                // timeout backed off (a second or more after a long outage). Tell it at
+                // once what arrived, and find a reverse path for what follows.
+                if let Some(ack) = self.repeat_ack(None) {
+                    self.queue(port, ack, 0);
+                }
+                self.maybe_probe_reverse(now, Some(port));
+            }
         } else {
             self.ports_up &= !(1 << port);
             // Control packets queued for a dead port move to a live one.

@@ -43,6 +43,11 @@ impl RttEstimator {
         }
     }
 
+    /// Timeouts since the last sample (each doubled the RTO).
+    pub fn backoff(&self) -> u32 {
+        self.backoff
+    }
+
     /// Smoothed RTT, if any sample was taken.
     pub fn srtt(&self) -> Option<Dur> {
         self.srtt.map(Dur)

@@ -38,6 +38,9 @@ pub struct PsnRecord {
     pub lost: bool,
     /// Declared lost by a retransmission timeout (not by RACK).
     pub timed_out: bool,
+    /// Its latest send was the retransmission of a timeout: a duplicate it causes says
+    /// the acknowledgements were lost, not that the loss was misjudged.
+    pub after_timeout: bool,
     /// Times sent.
     pub sends: u16,
 }
@@ -224,6 +227,7 @@ impl SendBuffer {
         rec.ev = ev;
         rec.port = port;
         rec.lost = false;
+        rec.after_timeout = rec.timed_out;
         rec.timed_out = false;
         rec.sends = rec.sends.saturating_add(1);
         let sends = rec.sends;
@@ -233,6 +237,16 @@ impl SendBuffer {
             if let Some(m) = self.msg_of(psn) {
                 self.msgs[m].retx += 1;
             }
+        }
+    }
+
+    /// Counts a second copy of `psn` sent beside its recorded send (which it does not
+    /// replace): a retransmission of the endpoint and of its message.
+    pub fn count_extra_copy(&mut self, psn: u32, stats: &mut EndpointStats) {
+        stats.data_sent += 1;
+        stats.retransmitted += 1;
+        if let Some(m) = self.msg_of(psn) {
+            self.msgs[m].retx += 1;
         }
     }
 
