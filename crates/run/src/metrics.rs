@@ -418,12 +418,7 @@ pub fn path_table(sim: &Sim) -> Table {
     t.push("connection", Column::U32(rows.iter().map(|r| r.0).collect()))
         .push("qp", Column::U32(rows.iter().map(|r| r.1).collect()))
         .push("ev", Column::U32(rows.iter().map(|r| r.2.ev).collect()))
-        .push(
-            "plane",
-            Column::U32(
-                rows.iter().map(|r| sim.path_plane(r.0, r.1, r.2.ev)).collect(),
-            ),
-        )
+        .push("plane", Column::U32(rows.iter().map(|r| sim.path_plane(r.0, r.1, r.2.ev)).collect()))
         .push("packets", Column::U64(rows.iter().map(|r| r.2.packets).collect()))
         .push("ecn_marks", Column::U64(rows.iter().map(|r| r.2.ecn_marks).collect()))
         .push("trims", Column::U64(rows.iter().map(|r| r.2.trims).collect()))

@@ -508,7 +508,8 @@ fn a_timeout_after_paths_went_silent_resends_on_two_evs() {
         let pairs = copies.borrow().values().filter(|evs| evs.len() == 2 && evs[0] != evs[1]).count() as u64;
         println!("seed {seed}: {timeouts} timeouts, {pairs} resends on two EVs, done in {took}");
         assert!(copies.borrow().values().all(|evs| evs.len() <= 2), "seed {seed}: never more than two copies at once");
-        (total, timeouts_all, unpaired) = (total + took, timeouts_all + timeouts, unpaired + timeouts.saturating_sub(pairs));
+        (total, timeouts_all, unpaired) =
+            (total + took, timeouts_all + timeouts, unpaired + timeouts.saturating_sub(pairs));
     }
     let mean = Dur(total.ps() / 16);
     println!("mean {mean}, {timeouts_all} timeouts, {unpaired} resent on one EV");
