@@ -545,9 +545,51 @@ fn a_receiver_whose_port_comes_back_up_says_so_at_once() {
     r.on_port_state(now, 0, true);
     let sent = drain(r);
     let ack = sent.iter().find(|k| k.bth.opcode == opcode::X_SACK).expect("a SACK on the port back up");
-    assert!(ack.ext.flags & Ext::F_REPEAT != 0);
+    assert_eq!(ack.ext.flags & (Ext::F_REPEAT | Ext::F_PORT_UP), Ext::F_REPEAT | Ext::F_PORT_UP);
     assert_eq!((ack.ext.cum_psn, ack.ext.port_state & 1), (8, 1), "everything received; port 0 up");
-    assert!(sent.iter().any(|k| k.bth.opcode == opcode::X_PROBE), "a reverse probe too: {sent:?}");
+    let probes: Vec<&Packet> = sent.iter().filter(|k| k.bth.opcode == opcode::X_PROBE).collect();
+    assert_eq!(probes.len(), 2, "two reverse probes too: {sent:?}");
+    assert!(probes.iter().all(|k| k.ext.flags & Ext::F_PORT_UP != 0));
     r.on_port_state(now, 0, true);
     assert!(drain(r).is_empty(), "a port already up announces nothing");
+    // Unanswered, the probes are repeated; an answer ends that.
+    let again = r.poll_timeout().expect("a retry is due");
+    r.on_timeout(again);
+    let retry: Vec<Packet> = std::iter::from_fn(|| match r.poll_transmit(again, 0) {
+        Poll::Send(pkt) => Some(pkt),
+        _ => None,
+    })
+    .collect();
+    assert_eq!(retry.iter().filter(|k| k.bth.opcode == opcode::X_PROBE).count(), 2);
+    let mut reply = retry[0];
+    reply.bth.opcode = opcode::X_PROBE_REPLY;
+    r.on_packet(again, &reply);
+    assert_eq!(r.poll_timeout(), None, "an answered probe ends the retries");
+}
+
+/// The receiver's link is down from the start to 500 us: everything the sender sends
+/// is lost and its timeouts back off (at 50, 100, 200, 400 us from the last). When the
+/// link comes back the receiver, which has nothing to acknowledge, says so in reverse
+/// probes flagged port-up, and the sender forgets its backoff and resends at once
+/// rather than at its next timeout, near 750 us.
+#[test]
+fn a_sender_backed_off_during_an_outage_resends_when_the_receivers_port_is_back() {
+    for seed in 1..=4 {
+        let mut p = pair(seed);
+        let down = std::rc::Rc::new(std::cell::Cell::new(false));
+        let d = down.clone();
+        p.fate = Box::new(move |_, _: &mut Packet, _| (d.get(), false));
+        down.set(true);
+        p.port_state(1, 0, false);
+        p.post(Message { seq: 0, len: 64 * 4096, va: 0, rkey: 1 });
+        p.run_to(Time::ZERO + Dur::from_us(500));
+        assert!(mrc(&p).stats().timeouts >= 3, "seed {seed}: the outage cost backed-off timeouts");
+        down.set(false);
+        p.port_state(1, 0, true);
+        p.run(Time::ZERO + Dur::from_ms(5));
+        assert_eq!(p.acked().len(), 1, "seed {seed}: the message completes");
+        let done = acked_at(&p);
+        println!("seed {seed}: done at {done}");
+        assert!(done < Time::ZERO + Dur::from_us(560), "seed {seed}: done at {done}, not after the next timeout");
+    }
 }

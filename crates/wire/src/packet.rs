@@ -297,6 +297,10 @@ impl Ext {
     /// while packets are outstanding: the receiver repeats its latest acknowledgement
     /// on the reverse path the reply just proved.
     pub const F_UNHEARD: u8 = 1 << 6;
+    /// From a receiver whose NIC port just came back up (its repeated acknowledgement
+    /// and reverse probes): the silence a sender timed out against was an outage, now
+    /// over, so it resends at once rather than after its backed-off timeout.
+    pub const F_PORT_UP: u8 = 1 << 7;
 }
 
 /// One packet: headers as data plus a payload length (payload bytes are not stored).

@@ -53,6 +53,10 @@ pub struct SprayResponder {
     /// Per plane, when duplicates last forced a reverse probe: one round per probe
     /// interval, not one per duplicate (a timeout's resends arrive as a burst).
     forced_probe_at: Vec<Time>,
+    /// Per plane, rounds of forced reverse probes left after its port came back up
+    /// (0: none): repeated until one is answered, as the sender has nothing in flight
+    /// that would make us probe again.
+    reprobe: Vec<u8>,
     rng: Rng,
     stats: EndpointStats,
 }
@@ -71,6 +75,7 @@ impl SprayResponder {
             unheard_ack: None,
             next_rev_probe: Time::ZERO,
             forced_probe_at: vec![Time::ZERO; planes],
+            reprobe: vec![0; planes],
             highest: None,
             rng,
             info,
@@ -82,6 +87,17 @@ impl SprayResponder {
     /// A random entropy value tagged with NIC port (plane) `port`.
     fn random_ev(rng: &mut Rng, port: u8) -> u32 {
         fabricsim_wire::ev_with_plane(rng.next_u64() as u32, port)
+    }
+
+    /// Rounds of two reverse probes a port that came back up sends until one is answered:
+    /// with half the reverse paths dead, all eight fail once in 65 536.
+    const PORT_UP_PROBE_ROUNDS: u8 = 8;
+
+    /// One round of [`Self::PORT_UP_PROBE_ROUNDS`] on plane `i`.
+    fn port_up_probes(&mut self, now: Time, i: usize) {
+        self.forced_probe_at[i] = Time::ZERO;
+        self.maybe_probe_reverse(now, Some(self.info.first_port + i as u8), Ext::F_PORT_UP);
+        self.reprobe[i] -= 1;
     }
 
     /// The receive window (for out-of-order statistics).
@@ -146,7 +162,9 @@ impl SprayResponder {
         }
     }
 
-    fn maybe_probe_reverse(&mut self, now: Time, force_port: Option<u8>) {
+    /// Sends a reverse probe (forced: two on `force_port` now, at most once per probe
+    /// interval; else one on a random port if the periodic one is due), with `flags`.
+    fn maybe_probe_reverse(&mut self, now: Time, force_port: Option<u8>, flags: u8) {
         let Some(interval) = self.cfg.reverse_probe else { return };
         match force_port {
             None if now < self.next_rev_probe => return,
@@ -175,6 +193,7 @@ impl SprayResponder {
             let mut probe = self.control(opcode::X_PROBE, ev);
             probe.ext.ev = ev;
             probe.ext.ts = now.ps();
+            probe.ext.flags = flags;
             // The reply must reach us too: name a forward path that just did.
             let hint = self.last_data_ev[(port - self.info.first_port) as usize];
             if hint != 0 {
@@ -205,6 +224,7 @@ impl Endpoint for SprayResponder {
                 let p = fabricsim_wire::ev_plane(pkt.ext.ev);
                 if p >= self.info.first_port && p < self.info.first_port + self.info.ports {
                     self.rev_ev[(p - self.info.first_port) as usize] = pkt.ext.ev;
+                    self.reprobe[(p - self.info.first_port) as usize] = 0;
                     // The sender may be waiting on a timeout for an acknowledgement
                     // that died on the old path (a duplicate showed it, or the sender
                     // says it has heard none): repeat the latest on the new one.
@@ -256,7 +276,7 @@ impl Endpoint for SprayResponder {
                 self.stats.duplicates += 1;
                 // The sender resent something we acknowledged: our acknowledgement may
                 // have died on the reverse path of this plane. Test it now.
-                self.maybe_probe_reverse(now, Some(port));
+                self.maybe_probe_reverse(now, Some(port), 0);
             }
             Arrival::BeyondWindow => {
                 self.stats.duplicates += 1;
@@ -291,10 +311,17 @@ impl Endpoint for SprayResponder {
             self.unheard_ack = Some((port, ack));
         }
         self.queue(port, ack, pkt.ext.ev);
-        self.maybe_probe_reverse(now, None);
+        self.maybe_probe_reverse(now, None, 0);
     }
 
-    fn on_timeout(&mut self, _now: Time) {}
+    fn on_timeout(&mut self, now: Time) {
+        let Some(interval) = self.cfg.reverse_probe else { return };
+        for i in 0..self.reprobe.len() {
+            if self.reprobe[i] > 0 && now >= self.forced_probe_at[i] + interval.mul(2) {
+                self.port_up_probes(now, i);
+            }
+        }
+    }
 
     fn on_port_state(&mut self, now: Time, port: u8, up: bool) {
         if up {
@@ -303,14 +330,22 @@ impl Endpoint for SprayResponder {
             if was_down && self.cfg.reverse_probe.is_some() {
                 // Back up: the sender has been timing out against this port, its
                 // timeout backed off (a second or more after a long outage). Tell it at
-                // once what arrived, and find a reverse path for what follows.
-                if let Some(ack) = self.repeat_ack(None) {
+                // once, with what arrived if anything did ([`Ext::F_PORT_UP`]), and
+                // probe until a reverse path answers: with part of the paths dead the
+                // first copies may die, and the sender has nothing in flight that
+                // would make us try again.
+                let i = (port - self.info.first_port) as usize;
+                if let Some(mut ack) = self.repeat_ack(None) {
+                    ack.ext.flags |= Ext::F_PORT_UP;
                     self.queue(port, ack, 0);
+                    self.unheard_ack = Some((port, ack));
                 }
-                self.maybe_probe_reverse(now, Some(port));
+                self.reprobe[i] = Self::PORT_UP_PROBE_ROUNDS;
+                self.port_up_probes(now, i);
             }
         } else {
             self.ports_up &= !(1 << port);
+            self.reprobe[(port - self.info.first_port) as usize] = 0;
             // Control packets queued for a dead port move to a live one.
             let i = (port - self.info.first_port) as usize;
             let stranded: Vec<Packet> = self.ctrl[i].drain(..).collect();
@@ -332,7 +367,11 @@ impl Endpoint for SprayResponder {
     }
 
     fn poll_timeout(&self) -> Option<Time> {
-        None
+        let interval = self.cfg.reverse_probe?;
+        (0..self.reprobe.len())
+            .filter(|&i| self.reprobe[i] > 0)
+            .map(|i| self.forced_probe_at[i] + interval.mul(2))
+            .min()
     }
 
     fn poll_event(&mut self) -> Option<AppEvent> {

@@ -48,6 +48,11 @@ impl RttEstimator {
         self.backoff
     }
 
+    /// Forgets the timeouts' backoff (the silence they met is known to be over).
+    pub fn reset_backoff(&mut self) {
+        self.backoff = 0;
+    }
+
     /// Smoothed RTT, if any sample was taken.
     pub fn srtt(&self) -> Option<Dur> {
         self.srtt.map(Dur)

@@ -34,8 +34,9 @@
 //!   lost packets go to another plane, timed-out ones to a plane known to deliver.
 //! * A local port going down, or a peer's SACK bitmap showing its port down, takes that
 //!   plane out; packets in flight on it are resent on the others. A receiver whose port
-//!   comes back up says so at once (a repeated SACK with the new bitmap and reverse
-//!   probes on that port) rather than waiting for the next data packet.
+//!   comes back up says so at once ([`Ext::F_PORT_UP`] on a repeated SACK and on
+//!   reverse probes repeated until answered), and a sender whose timeouts backed off
+//!   meanwhile resends at once (RFC 6069's idea) rather than at its next timeout.
 //! * A sender that has heard no acknowledgement for a round trip while packets are out
 //!   says so ([`Ext::F_UNHEARD`]) in its answer to the receiver's reverse probe, and
 //!   the receiver repeats its latest state on the reverse EV the answer proved.
@@ -103,6 +104,9 @@ pub struct MrcSender {
     plane_heard: u8,
     /// When the retransmission timer last fired (it restarts from there, RFC 6298).
     last_rto: Time,
+    /// The receiver said its port came back up while we were backing off: the timer
+    /// fires now (see [`Self::outage_over`]).
+    rto_now: bool,
     /// RACK's reordering window is `reo × reo_mult`, at most the smoothed RTT.
     reo_mult: u32,
     /// Acknowledgements since the last spurious retransmission (to relax `reo_mult`).
@@ -137,6 +141,7 @@ impl MrcSender {
             plane_acked: [Time::ZERO; 8],
             plane_heard: 0,
             last_rto: Time::ZERO,
+            rto_now: false,
             reo_mult: 1,
             acks_since_spurious: 0,
             reo_grown_at: Time::ZERO,
@@ -259,7 +264,19 @@ impl MrcSender {
         }
     }
 
+    /// A packet from the receiver says its NIC port came back up ([`Ext::F_PORT_UP`]).
+    /// If our timeouts were backing off meanwhile, the next one could be a millisecond
+    /// away: forget the backoff and fire the timer now (TCP does likewise when ICMP
+    /// shows a long disruption is over, RFC 6069).
+    fn outage_over(&mut self, flags: u8) {
+        if flags & Ext::F_PORT_UP != 0 && self.rtt.backoff() > 0 {
+            self.rtt.reset_backoff();
+            self.rto_now = true;
+        }
+    }
+
     fn on_sack(&mut self, now: Time, e: &Ext) {
+        self.outage_over(e.flags);
         self.last_ack_at = Some(now);
         let acked = self.buf.ack_copy(e.ack_psn, Time(e.ts));
         let plane = (fabricsim_wire::ev_plane(e.ev) & 7) as usize;
@@ -397,7 +414,8 @@ impl MrcSender {
     /// after the timer last fired.
     fn rto_deadline(&self) -> Option<Time> {
         let rto = self.rtt.rto();
-        self.buf.oldest_send().map(|t| (t + rto).max(self.last_rto + rto))
+        let deadline = |t: Time| if self.rto_now { Time::ZERO } else { (t + rto).max(self.last_rto + rto) };
+        self.buf.oldest_send().map(deadline)
     }
 
     fn plane_mask(&self) -> u8 {
@@ -437,6 +455,7 @@ impl Endpoint for MrcSender {
             }
             opcode::X_PROBE_REPLY => self.evs.probe_answered(pkt.ext.ev, now),
             opcode::X_PROBE => {
+                self.outage_over(pkt.ext.flags);
                 // The receiver tests its reverse path: answer on one of our EVs.
                 let p = fabricsim_wire::ev_plane(pkt.ext.ev);
                 let i = p.wrapping_sub(self.info.first_port);
@@ -469,7 +488,9 @@ impl Endpoint for MrcSender {
             self.handle_losses(now, false);
         }
         let rto = self.rtt.rto();
-        if self.rto_deadline().is_some_and(|d| d <= now) && self.buf.expire_oldest(now, rto, &mut self.lost) {
+        let expired = self.rto_deadline().is_some_and(|d| d <= now);
+        self.rto_now = false;
+        if expired && self.buf.expire_oldest(now, rto, &mut self.lost) {
             self.stats.timeouts += 1;
             self.rtt.on_timeout();
             self.last_rto = now;

@@ -93,6 +93,20 @@ impl Pair {
         self.after_input(0);
     }
 
+    /// Runs until `t` and leaves the clock there (a wake-up of the requester at `t`, as
+    /// a NIC polls an idle endpoint), so that what follows happens at `t`.
+    pub fn run_to(&mut self, t: Time) {
+        self.q.push(t, Ev::Wake(0));
+        self.run(t);
+    }
+
+    /// Tells endpoint `side` that its NIC port `port` went down or came up.
+    pub fn port_state(&mut self, side: usize, port: u8, up: bool) {
+        let now = self.q.now();
+        self.eps[side].on_port_state(now, port, up);
+        self.after_input(side);
+    }
+
     fn after_input(&mut self, side: usize) {
         let now = self.q.now();
         while let Some(e) = self.eps[side].poll_event() {
