@@ -188,3 +188,29 @@ fn qp_scaling_over_planes_is_credited_with_the_planes_it_uses(#[case] qps: u32, 
     let slowdown = col_f64(&r.flows, "slowdown")[0];
     assert!(slowdown >= 1.0 && slowdown <= 1.0 + tolerance, "{qps} QPs: slowdown {slowdown}");
 }
+
+/// A delay fault of 20 us on the sender's cable is lifted 5 us into a lone 1 MB RoCE
+/// flow: the frames sent after that must not overtake the delayed ones still on the
+/// wire (a go-back-N receiver would NAK the gap and the sender resend). The last frame
+/// arrives when it would have without the cut, no earlier than the frames ahead of it.
+#[rstest]
+fn a_frame_never_overtakes_the_one_ahead_when_a_links_delay_is_cut(#[values(true, false)] pfc: bool) {
+    let toml = |cut: &str| {
+        format!(
+            "[topology]\nkind = \"leaf_spine\"\nleaves = 1\nspines = 1\nhosts_per_leaf = 2\n\
+             [fabric]\npfc = {pfc}\n[transport]\nkind = \"roce\"\ncc = \"none\"\n\
+             [[workload]]\nkind = \"flows\"\nflows = [{{ src = 0, dst = 1, size = 1000000 }}]\n\
+             [[faults]]\nat = \"0us\"\nkind = \"delay\"\nlink = \"host[0].nic[0]\"\ndelay = \"20us\"\n\
+             [[faults]]\nat = \"{cut}\"\nkind = \"delay\"\nlink = \"host[0].nic[0]\"\ndelay = \"0us\""
+        )
+    };
+    let (_, r) = run(&toml("5us"));
+    assert_eq!(r.summary["flows"]["unfinished"], 0);
+    assert_eq!(r.summary["retransmitted_packets"], 0, "{}", r.summary);
+    // Frames leave back to back for 80 us; those sent in the first 5 us arrive 20 us
+    // late, and the rest reach the leaf with the last of them, from where they leave
+    // one by one at line rate: the whole train is 20 us late.
+    let (_, clean) = run(&toml("0us"));
+    let (fct, base) = (col_i64(&r, "fct_ns")[0], col_i64(&clean, "fct_ns")[0]);
+    assert_eq!(fct, base + 20_000, "against {base} ns without the delay");
+}
