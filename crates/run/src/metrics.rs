@@ -336,6 +336,7 @@ pub fn summary(sim: &Sim, ending: Ending) -> Value {
         ep.bytes_placed += s.bytes_placed;
         ep.duplicates += s.duplicates;
         ep.timeouts += s.timeouts;
+        ep.tail_probes += s.tail_probes;
         ep.cnps += s.cnps;
         ep.ecn_marked += s.ecn_marked;
         ep.trimmed += s.trimmed;
@@ -371,6 +372,7 @@ pub fn summary(sim: &Sim, ending: Ending) -> Value {
         "control_packets_sent": ep.control_sent,
         "duplicate_packets": ep.duplicates,
         "timeouts": ep.timeouts,
+        "tail_probes": ep.tail_probes,
         "cnps": requester_cnps,
         "failed_connections": sim.failed_conns,
         "collectives": (0..colls.rows()).map(|i| collective_json(&colls, i)).collect::<Vec<_>>(),

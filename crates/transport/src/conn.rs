@@ -82,6 +82,9 @@ pub struct EndpointStats {
     pub duplicates: u64,
     /// Retransmission timeouts that fired.
     pub timeouts: u64,
+    /// Tail loss probes sent (MRC): copies of the newest packet after two round trips
+    /// of silence (also counted as retransmissions).
+    pub tail_probes: u64,
     /// CNPs sent (responder) or received (requester).
     pub cnps: u64,
     /// ECN-marked data packets received (responders).

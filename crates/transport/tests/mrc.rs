@@ -373,6 +373,29 @@ fn a_loss_among_the_last_packets_is_found_by_rack_not_by_a_timeout() {
     }
 }
 
+/// The last packet of a message is lost: no later packet exists whose acknowledgement
+/// could expose it, to RACK or to RACK's timer. The tail loss probe (two round trips of
+/// silence after the last acknowledgement) sends it again on another EV, well before
+/// the 50 us retransmission timeout.
+#[test]
+fn a_lost_last_packet_is_resent_by_the_tail_loss_probe() {
+    for seed in 1..=4 {
+        let mut p = pair(seed);
+        let mut dropped = false;
+        p.fate = Box::new(move |side, pkt: &mut Packet, _| {
+            let lose = side == 0 && pkt.is_data() && pkt.bth.psn == 11 && !dropped;
+            dropped |= lose;
+            (lose, false)
+        });
+        p.post(Message { seq: 0, len: 12 * 4096, va: 0, rkey: 1 });
+        p.run(Time::ZERO + Dur::from_ms(1));
+        let done = acked_at(&p);
+        let st = p.eps[0].stats();
+        assert_eq!((st.timeouts, st.tail_probes, st.retransmitted), (0, 1, 1), "seed {seed}");
+        assert!(done < Time::ZERO + Dur::from_us(25), "seed {seed}: done at {done}, not after an RTO");
+    }
+}
+
 /// A burst of 16 packets loses PSNs 3, 6 and 10, and every acknowledgement: half the
 /// reverse EVs are dead from the start, among them the one in use. The sender times
 /// out and resends PSN 0; it arrives as a duplicate, the receiver finds a working

@@ -156,6 +156,11 @@ impl SendBuffer {
         self.next_new
     }
 
+    /// The highest PSN sent and neither acknowledged nor declared lost.
+    pub fn newest_outstanding(&self) -> Option<u32> {
+        (self.una..self.next_new).rev().find(|&p| self.record(p).is_some_and(|r| r.sends > 0 && !r.acked && !r.lost))
+    }
+
     /// The record of `psn`, if it is in the window.
     pub fn record(&self, psn: u32) -> Option<&PsnRecord> {
         if psn < self.una || psn >= self.next_new {
