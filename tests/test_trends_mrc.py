@@ -227,3 +227,24 @@ def test_resends_leave_a_plane_that_lost_everything():
     cut = fabricsim.run(scenario([{"at": "50us", "kind": "switch_down", "switch": "t1[0]"}]))
     assert cut.summary["ending"] == "all_finished"
     assert cut.flows["fct_ns"].max() < 2.5 * healthy.flows["fct_ns"].max()
+
+
+def test_a_multi_plane_two_tier_clos_is_shorter_and_feels_a_link_failure_less():
+    # Section 2 / Fig. 1: the same 16 hosts at 800 Gb/s, full bisection. The 2-tier
+    # Clos of 8 x 100G planes crosses 3 switches where the 3-tier fat-tree of 800G
+    # links crosses 5 (two fewer 1 us links); losing one T0 uplink costs the fat-tree
+    # half of that edge's uplink capacity, the planes 1/32 of that T0 group's.
+    lone = {"kind": "flows", "flows": [{"src": 0, "dst": 15, "size": "2B"}]}
+    lat = {d: fabricsim.run(mrc.planes_vs_tiers(d, lone)).flows["fct_ns"].iloc[0] for d in ("tiers", "planes")}
+    assert 1800 < lat["tiers"] - lat["planes"] < 2200, lat
+    perm = {"kind": "permutation", "size": "8MB"}
+    slow = {}
+    for d in ("tiers", "planes"):
+        healthy = fabricsim.run(mrc.planes_vs_tiers(d, perm)).flows["fct_ns"].max()
+        hurt = fabricsim.run(mrc.planes_vs_tiers(d, perm, fail_at_us=20)).flows["fct_ns"].max()
+        slow[d] = hurt / healthy
+    # (Measured 2.33 and 1.23: the planes' 23 % is mostly resending what was in
+    # flight through the dead link, the capacity lost is 3 %.)
+    assert slow["tiers"] > 1.8 and slow["planes"] < 1.35, slow
+    with pytest.raises(ValueError, match="design"):
+        mrc.planes_vs_tiers("rings", perm)

@@ -19,6 +19,17 @@ def save(fig, name):
     print(RES / f"{name}.png")
 
 
+def fig1(d):
+    fig, ax = plt.subplots(figsize=(5.5, 3.2))
+    g = d.groupby(["size", "design"])["slowdown"].mean().unstack()
+    g = g.loc[[s for s in ("8MB", "32MB") if s in g.index]]
+    g.plot.bar(ax=ax, rot=0)
+    lat = d.groupby("design")["latency_us"].first()
+    ax.set(xlabel="permutation size per host", ylabel="makespan with one T0 uplink dead / healthy",
+           title=f"Fig. 1: 3-tier 800G ({lat['tiers']:.1f} us) vs 8 x 100G planes ({lat['planes']:.1f} us)")
+    save(fig, "fig1")
+
+
 def fig9a(d):
     fig, ax = plt.subplots(figsize=(6, 3.2))
     ax.plot(d["time_us"], d["gbps"])

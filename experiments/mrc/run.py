@@ -24,6 +24,24 @@ from fabricsim.papers.common import flow_gbps
 OUT = Path(__file__).resolve().parent / "results"
 
 
+def fig1() -> pd.DataFrame:
+    """Section 2 / Fig. 1: the same 16 hosts at 800 Gb/s with full bisection, as a 3-tier
+    fat-tree of 800G links or a 2-tier Clos of eight 100G planes: a 2-byte message across
+    the fabric, and a permutation healthy and with one uplink of the first T0 dead from
+    20 us on (seeds 1-3)."""
+    rows = []
+    for design in ("tiers", "planes"):
+        lone = fabricsim.run(mrc.planes_vs_tiers(design, {"kind": "flows", "flows": [{"src": 0, "dst": 15, "size": "2B"}]}))
+        for size in ("8MB", "32MB"):
+            for seed in (1, 2, 3):
+                perm = {"kind": "permutation", "size": size}
+                clean = fabricsim.run(mrc.planes_vs_tiers(design, perm, seed=seed)).flows["fct_ns"].max()
+                hurt = fabricsim.run(mrc.planes_vs_tiers(design, perm, fail_at_us=20, seed=seed)).flows["fct_ns"].max()
+                rows.append({"design": design, "latency_us": lone.flows["fct_ns"].iloc[0] / 1e3, "size": size, "seed": seed,
+                             "makespan_us": clean / 1e3, "failed_makespan_us": hurt / 1e3, "slowdown": hurt / clean})
+    return pd.DataFrame(rows)
+
+
 def fig9a() -> pd.DataFrame:
     """8 x 100G NIC: three NIC-T0 links fail 200 us apart, then recover."""
     r = fabricsim.run(mrc.nic_link_failures(planes=8, groups=2, hosts_per_group=4, t1_per_plane=4, size="120MB"))
@@ -178,7 +196,7 @@ def fig20() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-FIGURES = {"fig9a": fig9a, "fig9bd": fig9bd, "fig9c": fig9c, "fig10_11": fig10_11, "fig12": fig12, "fig14": fig14, "fig16": fig16, "fig17": fig17, "fig18": fig18, "fig19": fig19, "fig20": fig20, "fig22": fig22}
+FIGURES = {"fig1": fig1, "fig9a": fig9a, "fig9bd": fig9bd, "fig9c": fig9c, "fig10_11": fig10_11, "fig12": fig12, "fig14": fig14, "fig16": fig16, "fig17": fig17, "fig18": fig18, "fig19": fig19, "fig20": fig20, "fig22": fig22}
 
 
 def main(names) -> None:

@@ -29,6 +29,29 @@ def multi_plane(planes: int = 4, groups: int = 4, hosts_per_group: int = 4, t1_p
             "t1_per_plane": t1_per_plane, "host_link": rate}
 
 
+def planes_vs_tiers(design: str, workload: Dict[str, Any], fail_at_us: Optional[int] = None, seed: int = 1) -> Dict[str, Any]:
+    """Section 2 / Fig. 1: the same 16 hosts, 800 Gb/s each, full bisection, built as a
+    3-tier single-plane fat-tree of 800G links (``design="tiers"``: k = 4, five switches
+    on the longest path) or as a 2-tier Clos of eight 100G planes (``"planes"``: 4 groups
+    of 4 hosts, 4 T1 per plane, three switches). MRC with static SRv6 on both. With
+    ``fail_at_us``, one uplink of the first T0 (edge) switch dies at that time: half of
+    that edge's uplink capacity in the fat-tree, a quarter of one plane's uplinks of
+    that T0 (1/32 of the group's) in the multi-plane Clos."""
+    if design == "tiers":
+        topo = {"kind": "fat_tree", "k": 4, "host_link": "800Gbps", "fabric_link": "800Gbps"}
+        uplink = "edge[0].up[0]"
+    elif design == "planes":
+        topo = multi_plane(planes=8, groups=4, hosts_per_group=4, t1_per_plane=4)
+        uplink = "t0[0].up[0]"
+    else:
+        raise ValueError(f"design: {design!r} (allowed: tiers, planes)")
+    sc = {"name": f"mrc-{design}", "seed": seed, "topology": topo, "fabric": FABRIC, "transport": {"kind": "mrc"},
+          "workload": workload, "output": {"sample_interval": "0us"}}
+    if fail_at_us is not None:
+        sc["faults"] = [{"at": f"{fail_at_us}us", "kind": "link_down", "link": uplink}]
+    return sc
+
+
 def nic_link_failures(size: str = "60MB", step_us: int = 200, **topo) -> Dict[str, Any]:
     """Fig. 9a/b: one flow between groups; the sender's NIC-T0 links fail one by one
     (the third on the receiver's side, which the sender learns from SACK port bitmaps),
