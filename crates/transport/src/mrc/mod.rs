@@ -297,8 +297,7 @@ impl MrcSender {
         }
         let i = rec.port - self.info.first_port;
         let Some((ev, slot)) = self.evs.next_slot(i, now, Some(rec.ev)) else { return };
-        let mut pkt = self.buf.build(&self.info, psn, ev, now, true);
-        pkt.net.set_entropy(ev);
+        let pkt = self.buf.build(&self.info, psn, ev, now, true);
         self.evs.count_send(slot, true);
         self.buf.count_extra_copy(psn, &mut self.stats);
         self.stats.tail_probes += 1;
