@@ -50,8 +50,9 @@ pub struct SprayResponder {
     /// The highest PSN that arrived, with the entropy value and send time of its copy:
     /// what a repeated acknowledgement reports (see `unheard_ack`).
     highest: Option<(u32, u32, u64)>,
-    /// Per plane, when duplicates last forced a reverse probe: one round per probe
-    /// interval, not one per duplicate (a timeout's resends arrive as a burst).
+    /// Per plane, when duplicates (or a port coming back up) last forced a reverse
+    /// probe: one round per probe interval, not one per duplicate (a timeout's resends
+    /// arrive as a burst).
     forced_probe_at: Vec<Time>,
     /// Per plane, rounds of forced reverse probes left after its port came back up
     /// (0: none): repeated until one is answered, as the sender has nothing in flight
@@ -92,6 +93,12 @@ impl SprayResponder {
     /// Rounds of two reverse probes a port that came back up sends until one is answered:
     /// with half the reverse paths dead, all eight fail once in 65 536.
     const PORT_UP_PROBE_ROUNDS: u8 = 8;
+
+    /// Time between rounds of port-up probes: two probe intervals (an answer takes a
+    /// round trip), at least 1 us (the interval may be zero: a probe per arrival).
+    fn reprobe_gap(&self) -> Option<Dur> {
+        self.cfg.reverse_probe.map(|i| i.mul(2).max(Dur::from_us(1)))
+    }
 
     /// One round of [`Self::PORT_UP_PROBE_ROUNDS`] on plane `i`.
     fn port_up_probes(&mut self, now: Time, i: usize) {
@@ -315,9 +322,9 @@ impl Endpoint for SprayResponder {
     }
 
     fn on_timeout(&mut self, now: Time) {
-        let Some(interval) = self.cfg.reverse_probe else { return };
+        let Some(gap) = self.reprobe_gap() else { return };
         for i in 0..self.reprobe.len() {
-            if self.reprobe[i] > 0 && now >= self.forced_probe_at[i] + interval.mul(2) {
+            if self.reprobe[i] > 0 && now >= self.forced_probe_at[i] + gap {
                 self.port_up_probes(now, i);
             }
         }
@@ -335,10 +342,13 @@ impl Endpoint for SprayResponder {
                 // first copies may die, and the sender has nothing in flight that
                 // would make us try again.
                 let i = (port - self.info.first_port) as usize;
-                if let Some(mut ack) = self.repeat_ack(None) {
-                    ack.ext.flags |= Ext::F_PORT_UP;
-                    self.queue(port, ack, 0);
+                if let Some(ack) = self.repeat_ack(None) {
+                    // (Repeated after a probe's answer without the flag: the
+                    // announcement is made once.)
                     self.unheard_ack = Some((port, ack));
+                    let mut flagged = ack;
+                    flagged.ext.flags |= Ext::F_PORT_UP;
+                    self.queue(port, flagged, 0);
                 }
                 self.reprobe[i] = Self::PORT_UP_PROBE_ROUNDS;
                 self.port_up_probes(now, i);
@@ -367,11 +377,8 @@ impl Endpoint for SprayResponder {
     }
 
     fn poll_timeout(&self) -> Option<Time> {
-        let interval = self.cfg.reverse_probe?;
-        (0..self.reprobe.len())
-            .filter(|&i| self.reprobe[i] > 0)
-            .map(|i| self.forced_probe_at[i] + interval.mul(2))
-            .min()
+        let gap = self.reprobe_gap()?;
+        (0..self.reprobe.len()).filter(|&i| self.reprobe[i] > 0).map(|i| self.forced_probe_at[i] + gap).min()
     }
 
     fn poll_event(&mut self) -> Option<AppEvent> {

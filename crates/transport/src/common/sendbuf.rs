@@ -38,9 +38,6 @@ pub struct PsnRecord {
     pub lost: bool,
     /// Declared lost by a retransmission timeout (not by RACK).
     pub timed_out: bool,
-    /// Its latest send was the retransmission of a timeout: a duplicate it causes says
-    /// the acknowledgements were lost, not that the loss was misjudged.
-    pub after_timeout: bool,
     /// Times sent.
     pub sends: u16,
 }
@@ -232,7 +229,6 @@ impl SendBuffer {
         rec.ev = ev;
         rec.port = port;
         rec.lost = false;
-        rec.after_timeout = rec.timed_out;
         rec.timed_out = false;
         rec.sends = rec.sends.saturating_add(1);
         let sends = rec.sends;

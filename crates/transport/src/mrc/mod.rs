@@ -111,6 +111,14 @@ pub struct MrcSender {
     rto_now: bool,
     /// When a data packet last went out.
     last_data_send: Time,
+    /// The PSN a timeout with nothing later through resends; it goes on two EVs if
+    /// round trips were near the base (see [`Self::second_copy`]).
+    copy_psn: Option<u32>,
+    /// The latest PSNs sent again on purpose whether or not they were lost (a
+    /// timeout's resend, its second copy, a tail loss probe), `u32::MAX` if none: a
+    /// duplicate they cause says nothing about RACK's window.
+    deliberate: [u32; 16],
+    deliberate_at: usize,
     /// A tail loss probe went out since the last acknowledgement with news.
     tlp_sent: bool,
     /// RACK's reordering window is `reo × reo_mult`, at most the smoothed RTT.
@@ -149,6 +157,9 @@ impl MrcSender {
             last_rto: Time::ZERO,
             rto_now: false,
             last_data_send: Time::ZERO,
+            copy_psn: None,
+            deliberate: [u32::MAX; 16],
+            deliberate_at: 0,
             tlp_sent: false,
             reo_mult: 1,
             acks_since_spurious: 0,
@@ -265,6 +276,12 @@ impl MrcSender {
         self.ctrl[i as usize].push_back(copy);
     }
 
+    /// Remembers that `psn` was sent again on purpose (see `deliberate`).
+    fn note_deliberate(&mut self, psn: u32) {
+        self.deliberate[self.deliberate_at] = psn;
+        self.deliberate_at = (self.deliberate_at + 1) % self.deliberate.len();
+    }
+
     /// When the tail loss probe is due (RFC 8985 section 7): two smoothed round trips
     /// after the latest send or acknowledgement, if packets are out and no new data
     /// is left to send (the tail), and before the retransmission timer. (While new
@@ -292,15 +309,19 @@ impl MrcSender {
         self.tlp_sent = true;
         let Some(psn) = self.buf.newest_outstanding() else { return };
         let rec = *self.buf.record(psn).expect("outstanding PSN has a record");
-        if !self.plane_usable(rec.port) {
-            return;
-        }
-        let i = rec.port - self.info.first_port;
+        // As for a timeout's resend: to a plane known to deliver, if its own is not.
+        let port = match (self.plane_usable(rec.port) && self.plane_good(rec.port), self.good_plane_besides(rec.port)) {
+            (false, Some(q)) => q,
+            _ if self.plane_usable(rec.port) => rec.port,
+            _ => return,
+        };
+        let i = port - self.info.first_port;
         let Some((ev, slot)) = self.evs.next_slot(i, now, Some(rec.ev)) else { return };
         let pkt = self.buf.build(&self.info, psn, ev, now, true);
         self.evs.count_send(slot, true);
         self.buf.count_extra_copy(psn, &mut self.stats);
         self.stats.tail_probes += 1;
+        self.note_deliberate(psn);
         self.ctrl[i as usize].push_back(pkt);
     }
 
@@ -315,8 +336,11 @@ impl MrcSender {
     /// If our timeouts were backing off meanwhile, the next one could be a millisecond
     /// away: forget the backoff and fire the timer now (TCP does likewise when ICMP
     /// shows a long disruption is over, RFC 6069).
+    /// (Only for a backoff of two timeouts or more: the flag comes on every probe and
+    /// repeated acknowledgement of the announcement, and the timeout it forces leaves
+    /// a backoff of one, which must not be forced again.)
     fn outage_over(&mut self, flags: u8) {
-        if flags & Ext::F_PORT_UP != 0 && self.rtt.backoff() > 0 {
+        if flags & Ext::F_PORT_UP != 0 && self.rtt.backoff() >= 2 {
             self.rtt.reset_backoff();
             self.rto_now = true;
         }
@@ -342,12 +366,13 @@ impl MrcSender {
         // probes will bring it back.)
         let repeat = e.flags & Ext::F_REPEAT != 0;
         let late_copy = !repeat && acked.is_some_and(|rec| rec.sends > 1 && e.ts < rec.sent_at.ps());
-        // A duplicate of a packet resent by a timeout says the acknowledgements were
-        // lost, not that RACK misread reordering. And a window widens at most once per
-        // round trip (RFC 8985 section 6.2): a timeout's resends come back as a burst
-        // of duplicates, and one doubling each took the window to its cap at once.
-        let rack_dup =
-            e.flags & Ext::F_DUP != 0 && !repeat && !self.buf.record(e.ack_psn).is_some_and(|r| r.after_timeout);
+        // A duplicate of a packet resent by a timeout (or sent twice on purpose) says
+        // the acknowledgements were lost, or nothing, not that RACK misread
+        // reordering. (The PSN's record may be gone by now: the acknowledgement this
+        // SACK carries can complete it.) And a window widens at most once per round
+        // trip (RFC 8985 section 6.2): a timeout's resends come back as a burst of
+        // duplicates, and one doubling each took the window to its cap at once.
+        let rack_dup = e.flags & Ext::F_DUP != 0 && !repeat && !self.deliberate.contains(&e.ack_psn);
         if (late_copy || rack_dup) && self.rtt.srtt().is_none_or(|s| now >= self.reo_grown_at + s) {
             self.reo_mult = (self.reo_mult * 2).min(64);
             self.reo_grown_at = now;
@@ -422,6 +447,13 @@ impl MrcSender {
         (0..self.info.ports).any(|k| {
             let q = self.info.first_port + k;
             q != port && self.plane_usable(q) && self.evs.has_active(k) && ok(self, q)
+        })
+    }
+
+    /// A usable plane other than `port`'s with an active EV that is known to deliver.
+    fn good_plane_besides(&self, port: u8) -> Option<u8> {
+        (0..self.info.ports).map(|k| self.info.first_port + k).find(|&q| {
+            q != port && self.plane_usable(q) && self.evs.has_active(q - self.info.first_port) && self.plane_good(q)
         })
     }
 
@@ -551,6 +583,8 @@ impl Endpoint for MrcSender {
             // lost: the receiver sees a duplicate and repairs its reverse path.
             if self.buf.newest_acked_send().is_some_and(|p| p >= self.lost[0].1.sent_at) {
                 self.buf.expire(now, rto, &mut self.lost);
+            } else {
+                self.copy_psn = Some(self.lost[0].0);
             }
         }
         for &(psn, _) in &self.lost {
@@ -629,8 +663,14 @@ impl Endpoint for MrcSender {
         self.evs.count_send(slot, old.is_some());
         let pkt = self.buf.send(&self.info, psn, ev, port, now, old.is_some(), None, &mut self.stats);
         self.last_data_send = now;
-        if timed_out && self.rtt.srtt().map_or(self.rtt.backoff() >= 3, |s| s < self.cfg.base_rtt.mul(2)) {
-            self.second_copy(i, ev, pkt, now);
+        if timed_out {
+            self.note_deliberate(psn);
+        }
+        if timed_out && self.copy_psn.take_if(|&mut p| p == psn).is_some() {
+            let silent_not_slow = self.rtt.srtt().map_or(self.rtt.backoff() >= 3, |s| s < self.cfg.base_rtt.mul(2));
+            if silent_not_slow {
+                self.second_copy(i, ev, pkt, now);
+            }
         }
         Poll::Send(pkt)
     }

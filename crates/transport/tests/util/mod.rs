@@ -188,6 +188,9 @@ impl Pair {
                     }
                     if self.eps[side].poll_timeout().is_some_and(|d| d <= now) {
                         self.eps[side].on_timeout(now);
+                        // The transport contract, as the simulator checks it.
+                        let next = self.eps[side].poll_timeout();
+                        assert!(next.is_none_or(|d| d > now), "side {side} left its deadline at {next:?} <= {now}");
                     }
                     self.after_input(side);
                 }
