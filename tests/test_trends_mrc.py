@@ -248,3 +248,28 @@ def test_a_multi_plane_two_tier_clos_is_shorter_and_feels_a_link_failure_less():
     assert slow["tiers"] > 1.8 and slow["planes"] < 1.35, slow
     with pytest.raises(ValueError, match="design"):
         mrc.planes_vs_tiers("rings", perm)
+
+
+def test_tail_probes_and_timeout_copies_shorten_recovery_from_a_dead_spine_and_can_be_switched_off():
+    # One of two spines dies 10 us into a 100 KB flow; ECMP keeps hashing half the EVs
+    # (and half the acknowledgements) into it. Lost tail packets wait for the
+    # retransmission timeout unless the tail loss probe resends them, and a timeout's
+    # single resend dies half the time unless it goes on two EVs.
+    def run(seed, **knobs):
+        return fabricsim.run({"seed": seed, "topology": {"kind": "leaf_spine", "leaves": 4, "spines": 2, "hosts_per_leaf": 4},
+                              "fabric": {"pfc": False, "trimming": True}, "transport": {"kind": "mrc", "evs": 16, **knobs},
+                              "workload": {"kind": "flows", "flows": [{"src": 2, "dst": 9, "size": "100KB"}]},
+                              "faults": [{"at": "10us", "kind": "switch_down", "switch": "spine[1]"}],
+                              "output": {"sample_interval": "0us"}})
+    seeds = range(1, 9)
+    on = [run(s) for s in seeds]
+    off = [run(s, tail_probe=False, timeout_copy=False) for s in seeds]
+    assert sum(r.summary["tail_probes"] for r in on) > 0
+    assert all(r.summary["tail_probes"] == 0 for r in off)
+    mean = lambda rs: sum(r.flows["fct_ns"].iloc[0] for r in rs) / len(rs)
+    no_probe = mean([run(s, tail_probe=False) for s in seeds])
+    no_copy = mean([run(s, timeout_copy=False) for s in seeds])
+    # (Measured 124 us with both, 173 without probes, 194 without copies, 405 without
+    # either.)
+    assert mean(on) < 0.85 * min(no_probe, no_copy) and max(no_probe, no_copy) < 0.6 * mean(off), \
+        (mean(on), no_probe, no_copy, mean(off))

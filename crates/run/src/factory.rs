@@ -131,6 +131,10 @@ pub struct MrcSpec {
     pub max_rto: Dur,
     /// WRITE with immediate at message ends.
     pub write_imm: bool,
+    /// Tail loss probes.
+    pub tail_probe: bool,
+    /// A silent timeout's resend on two EVs.
+    pub timeout_copy: bool,
     /// Window cut on a trim.
     pub md: f64,
     /// Largest window in BDPs.
@@ -331,6 +335,8 @@ pub fn endpoint_pair(
                 max_rto: s.max_rto,
                 base_rtt: ctx.base_rtt,
                 write_imm: s.write_imm,
+                tail_probe: s.tail_probe,
+                timeout_copy: s.timeout_copy,
             };
             let rcfg = SprayResponderConfig {
                 window: u32::MAX,

@@ -510,6 +510,8 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
                 min_rto: rto_duration(&mut r, "min_rto", Dur::from_us(50))?,
                 max_rto: positive_duration(&mut r, "max_rto", Dur::from_ms(1))?,
                 write_imm: r.bool("write_imm", true)?,
+                tail_probe: r.bool("tail_probe", true)?,
+                timeout_copy: r.bool("timeout_copy", true)?,
                 md: r.float("md", 0.5, 0.0, 1.0)?,
                 cwnd_max: r.float("cwnd_max", 1.5, 0.1, 100.0)?,
                 delay_target: duration_or_none(&mut r, "delay_target", "20us")?.flatten(),

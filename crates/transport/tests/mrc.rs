@@ -30,6 +30,8 @@ fn cfg() -> MrcConfig {
         max_rto: Dur::from_ms(1),
         base_rtt: Dur::from_us(4),
         write_imm: true,
+        tail_probe: true,
+        timeout_copy: true,
     }
 }
 

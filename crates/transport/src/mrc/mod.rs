@@ -77,6 +77,11 @@ pub struct MrcConfig {
     pub base_rtt: Dur,
     /// End messages with WRITE with immediate (MRC's completion signal).
     pub write_imm: bool,
+    /// Send tail loss probes (RFC 8985 section 7).
+    pub tail_probe: bool,
+    /// Send the packet a silent timeout resends (nothing sent since got through) on a
+    /// second EV too, when round trips were near the base.
+    pub timeout_copy: bool,
 }
 
 /// The sending side of an MRC connection.
@@ -290,7 +295,7 @@ impl MrcSender {
     /// often as a loss, and a probe only adds to that path's queue: with a 1 Gb/s host
     /// link in an all-to-all, probes there cost 2 %.)
     fn tlp_deadline(&self) -> Option<Time> {
-        if self.tlp_sent || self.buf.inflight() == 0 || self.buf.has_new() {
+        if !self.cfg.tail_probe || self.tlp_sent || self.buf.inflight() == 0 || self.buf.has_new() {
             return None;
         }
         let srtt = self.rtt.srtt()?;
@@ -669,7 +674,7 @@ impl Endpoint for MrcSender {
         }
         if timed_out && self.copy_psn.take_if(|&mut p| p == psn).is_some() {
             let silent_not_slow = self.rtt.srtt().map_or(self.rtt.backoff() >= 3, |s| s < self.cfg.base_rtt.mul(2));
-            if silent_not_slow {
+            if silent_not_slow && self.cfg.timeout_copy {
                 self.second_copy(i, ev, pkt, now);
             }
         }
