@@ -341,7 +341,9 @@ impl MrcSender {
     /// A packet from the receiver says its NIC port came back up ([`Ext::F_PORT_UP`]).
     /// If our timeouts were backing off meanwhile, the next one could be a millisecond
     /// away: forget the backoff and fire the timer now (TCP does likewise when ICMP
-    /// shows a long disruption is over, RFC 6069).
+    /// shows a long disruption is over, RFC 6069). It resends the oldest packet if that
+    /// went out at least one un-backed-off timeout ago; else the timer restarts from
+    /// there.
     /// (Only for a backoff of two timeouts or more: the flag comes on every probe and
     /// repeated acknowledgement of the announcement, and the timeout it forces leaves
     /// a backoff of one, which must not be forced again.)
