@@ -281,3 +281,59 @@ fn a_flow_that_can_never_finish_ends_the_run_as_stalled() {
     assert_eq!(r.summary["ending"], "stop_time");
     assert_eq!(r.summary["sim_time_ns"], 3_000_000_000u64);
 }
+
+/// Fault kinds and their extra keys for [`faults_never_break_a_run`]: every kind, on a
+/// leaf-spine cable or switch.
+const FAULTS: &[&str] = &[
+    "kind = \"link_down\"\nlink = \"leaf[{a}].up[{b}]\"",
+    "kind = \"link_up\"\nlink = \"leaf[{a}].up[{b}]\"",
+    "kind = \"link_down\"\nlink = \"host[{h}].nic[0]\"",
+    "kind = \"link_up\"\nlink = \"host[{h}].nic[0]\"",
+    "kind = \"link_flap\"\nlink = \"spine[{b}].down[{a}]\"\nperiod = \"7us\"\nuntil = \"150us\"",
+    "kind = \"link_loss\"\nlink = \"leaf[{a}].up[{b}]\"\nloss = 0.3",
+    "kind = \"ev_loss\"\nlink = \"host[{h}].nic[0]\"\nev = {ev}\nloss = 1.0",
+    "kind = \"switch_down\"\nswitch = \"spine[{b}]\"",
+    "kind = \"switch_up\"\nswitch = \"spine[{b}]\"",
+    "kind = \"delay\"\nlink = \"leaf[{a}].up[{b}]\"\ndelay = \"{d}\"",
+    "kind = \"rate\"\nlink = \"host[{h}].nic[0]\"\nrate = \"{r}\"",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+    /// Random faults at random times, under every transport, never break a run (no
+    /// panic, which a debug build's overflow checks make likelier to show), never place
+    /// a byte twice, and a run that ends with every flow finished delivered everything.
+    #[test]
+    fn faults_never_break_a_run(
+        seed in 0u64..1_000_000,
+        t in 0..TRANSPORTS.len(),
+        pfc: bool,
+        faults in prop::collection::vec((0..FAULTS.len(), 0u32..3, 0u32..2, 0u32..9, 0u64..120, 0u32..3), 1..5),
+    ) {
+        let mut toml = conservation_scenario(seed, 0.0, pfc, TRANSPORTS[t]);
+        toml = format!("stop = \"2ms\"\n{toml}");
+        for &(k, a, b, h, at, v) in &faults {
+            let f = FAULTS[k]
+                .replace("{a}", &a.to_string())
+                .replace("{b}", &b.to_string())
+                .replace("{h}", &h.to_string())
+                .replace("{ev}", &(v * 12_345).to_string())
+                .replace("{d}", ["0us", "2us", "300us"][v as usize])
+                .replace("{r}", ["1Gbps", "40Gbps", "100Gbps"][v as usize]);
+            toml.push_str(&format!("[[faults]]\nat = \"{at}us\"\n{f}\n"));
+        }
+        let (sim, r) = run(&toml);
+        let (delivered, offered) = (r.summary["bytes_delivered"].as_u64().unwrap(), r.summary["bytes_offered"].as_u64().unwrap());
+        prop_assert!(delivered <= offered, "{delivered} > {offered}\n{toml}");
+        for (c, _) in sim.plan.conns.iter().enumerate() {
+            let expected: u64 = sim.plan.messages.iter().filter(|m| m.conn as usize == c).map(|m| m.size).sum();
+            let placed: u64 = sim.endpoint_stats().filter(|&(_, resp, conn)| resp && conn as usize == c).map(|(s, _, _)| s.bytes_placed).sum();
+            prop_assert!(placed <= expected, "connection {c}: {placed} > {expected}\n{toml}");
+        }
+        if r.summary["ending"] == "all_finished" {
+            prop_assert_eq!(delivered, offered);
+        }
+        let per_flow: u64 = col_u64(&r.flows, "retransmitted_packets").iter().sum();
+        prop_assert_eq!(per_flow, r.summary["retransmitted_packets"].as_u64().unwrap());
+    }
+}
