@@ -66,10 +66,7 @@ fn first_seen() -> impl FnMut(u32) -> bool {
 
 /// When the requester saw its first message fully acknowledged.
 fn acked_at(p: &Pair) -> Time {
-    p.events
-        .iter()
-        .find_map(|&(t, side, e)| matches!(e, fabricsim_transport::AppEvent::Acked { .. } if side == 0).then_some(t))
-        .expect("a message acknowledged")
+    acked_at_nth(p, 0)
 }
 
 /// When the requester saw its `n`th message (from 0) fully acknowledged.
@@ -556,18 +553,18 @@ fn a_receiver_whose_port_comes_back_up_says_so_at_once() {
     assert_eq!(p.received().len(), 1);
     let now = p.now();
     let r = &mut p.eps[1];
-    let drain = |r: &mut AnyEndpoint| {
-        std::iter::from_fn(|| match r.poll_transmit(now, 0) {
+    let drain = |r: &mut AnyEndpoint, t: Time| {
+        std::iter::from_fn(|| match r.poll_transmit(t, 0) {
             Poll::Send(pkt) => Some(pkt),
             _ => None,
         })
         .collect::<Vec<_>>()
     };
-    drain(r);
+    drain(r, now);
     r.on_port_state(now, 0, false);
-    assert!(drain(r).is_empty(), "a dead port sends nothing");
+    assert!(drain(r, now).is_empty(), "a dead port sends nothing");
     r.on_port_state(now, 0, true);
-    let sent = drain(r);
+    let sent = drain(r, now);
     let ack = sent.iter().find(|k| k.bth.opcode == opcode::X_SACK).expect("a SACK on the port back up");
     assert_eq!(ack.ext.flags & (Ext::F_REPEAT | Ext::F_PORT_UP), Ext::F_REPEAT | Ext::F_PORT_UP);
     assert_eq!((ack.ext.cum_psn, ack.ext.port_state & 1), (8, 1), "everything received; port 0 up");
@@ -575,18 +572,14 @@ fn a_receiver_whose_port_comes_back_up_says_so_at_once() {
     assert_eq!(probes.len(), 2, "two reverse probes too: {sent:?}");
     assert!(probes.iter().all(|k| k.ext.flags & Ext::F_PORT_UP != 0));
     r.on_port_state(now, 0, true);
-    assert!(drain(r).is_empty(), "a port already up announces nothing");
+    assert!(drain(r, now).is_empty(), "a port already up announces nothing");
     // Unanswered, the probes are repeated every two probe intervals (20 us here), eight
     // rounds in all.
     let (mut at, mut rounds) = (now, 1);
     while let Some(t) = r.poll_timeout() {
         assert_eq!(t, at + Dur::from_us(40), "round {rounds}");
         r.on_timeout(t);
-        let sent: Vec<Packet> = std::iter::from_fn(|| match r.poll_transmit(t, 0) {
-            Poll::Send(pkt) => Some(pkt),
-            _ => None,
-        })
-        .collect();
+        let sent = drain(r, t);
         assert_eq!(sent.iter().filter(|k| k.bth.opcode == opcode::X_PROBE).count(), 2, "round {rounds}");
         (at, rounds) = (t, rounds + 1);
         assert!(rounds <= 8, "the retries end");
@@ -596,13 +589,13 @@ fn a_receiver_whose_port_comes_back_up_says_so_at_once() {
     // proved, without the port-up flag (the announcement is made once).
     r.on_port_state(at, 0, false);
     r.on_port_state(at, 0, true);
-    let probe = *drain(r).iter().find(|k| k.bth.opcode == opcode::X_PROBE).expect("probes");
+    let probe = *drain(r, at).iter().find(|k| k.bth.opcode == opcode::X_PROBE).expect("probes");
     assert!(r.poll_timeout().is_some());
     let mut reply = probe;
     reply.bth.opcode = opcode::X_PROBE_REPLY;
     r.on_packet(at, &reply);
     assert_eq!(r.poll_timeout(), None, "an answered probe ends the retries");
-    let repeated = drain(r);
+    let repeated = drain(r, at);
     assert!(
         repeated.iter().any(|k| k.bth.opcode == opcode::X_SACK && k.ext.flags & Ext::F_PORT_UP == 0),
         "{repeated:?}"

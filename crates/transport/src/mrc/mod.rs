@@ -277,9 +277,15 @@ impl MrcSender {
         let mut copy = pkt;
         copy.net.set_entropy(ev);
         copy.ext.ev = ev;
+        self.queue_extra_copy(i, slot, copy);
+    }
+
+    /// Queues `pkt`, a copy of a PSN beside its recorded send, for plane `i` on the EV
+    /// of rotation slot `slot`, and counts it (for the EV, the endpoint, the message).
+    fn queue_extra_copy(&mut self, i: u8, slot: u32, pkt: Packet) {
         self.evs.count_send(slot, true);
         self.buf.count_extra_copy(pkt.bth.psn, &mut self.stats);
-        self.ctrl[i as usize].push_back(copy);
+        self.ctrl[i as usize].push_back(pkt);
     }
 
     /// Remembers that `psn` was sent again on purpose (see `deliberate`).
@@ -294,13 +300,14 @@ impl MrcSender {
     /// data waits for the window, silence is a window stuck behind a slow path as
     /// often as a loss, and a probe only adds to that path's queue: with a 1 Gb/s host
     /// link in an all-to-all, probes there cost 2 %.)
-    fn tlp_deadline(&self) -> Option<Time> {
+    /// (`rto_deadline`: [`Self::rto_deadline`], which the caller has at hand.)
+    fn tlp_deadline(&self, rto_deadline: Option<Time>) -> Option<Time> {
         if !self.cfg.tail_probe || self.tlp_sent || self.buf.inflight() == 0 || self.buf.has_new() {
             return None;
         }
         let srtt = self.rtt.srtt()?;
         let at = self.last_data_send.max(self.last_ack_at.unwrap_or(Time::ZERO)) + srtt.mul(2);
-        (at < self.rto_deadline()?).then_some(at)
+        (at < rto_deadline?).then_some(at)
     }
 
     /// The tail loss probe: the newest packet out, again, on another EV of its plane.
@@ -316,7 +323,10 @@ impl MrcSender {
         let Some(psn) = self.buf.newest_outstanding() else { return };
         let rec = *self.buf.record(psn).expect("outstanding PSN has a record");
         // As for a timeout's resend: to a plane known to deliver, if its own is not.
-        let port = match (self.plane_usable(rec.port) && self.plane_good(rec.port), self.good_plane_besides(rec.port)) {
+        let port = match (
+            self.plane_usable(rec.port) && self.plane_good(rec.port),
+            self.find_other_plane(rec.port, Self::plane_good),
+        ) {
             (false, Some(q)) => q,
             _ if self.plane_usable(rec.port) => rec.port,
             _ => return,
@@ -324,11 +334,9 @@ impl MrcSender {
         let i = port - self.info.first_port;
         let Some((ev, slot)) = self.evs.next_slot(i, now, Some(rec.ev)) else { return };
         let pkt = self.buf.build(&self.info, psn, ev, now, true);
-        self.evs.count_send(slot, true);
-        self.buf.count_extra_copy(psn, &mut self.stats);
         self.stats.tail_probes += 1;
         self.note_deliberate(psn);
-        self.ctrl[i as usize].push_back(pkt);
+        self.queue_extra_copy(i, slot, pkt);
     }
 
     /// Plane `port` became unusable: everything in flight on it is resent elsewhere.
@@ -449,20 +457,16 @@ impl MrcSender {
         self.plane_heard & (1 << (port & 7)) != 0 && !self.plane_suspect(port)
     }
 
-    /// Whether a plane other than `port`'s is usable, has an active EV and passes
-    /// `ok`.
-    fn other_plane(&self, port: u8, ok: impl Fn(&Self, u8) -> bool) -> bool {
-        (0..self.info.ports).any(|k| {
-            let q = self.info.first_port + k;
-            q != port && self.plane_usable(q) && self.evs.has_active(k) && ok(self, q)
+    /// A plane other than `port`'s that is usable, has an active EV and passes `ok`.
+    fn find_other_plane(&self, port: u8, ok: impl Fn(&Self, u8) -> bool) -> Option<u8> {
+        (0..self.info.ports).map(|k| self.info.first_port + k).find(|&q| {
+            q != port && self.plane_usable(q) && self.evs.has_active(q - self.info.first_port) && ok(self, q)
         })
     }
 
-    /// A usable plane other than `port`'s with an active EV that is known to deliver.
-    fn good_plane_besides(&self, port: u8) -> Option<u8> {
-        (0..self.info.ports).map(|k| self.info.first_port + k).find(|&q| {
-            q != port && self.plane_usable(q) && self.evs.has_active(q - self.info.first_port) && self.plane_good(q)
-        })
+    /// Whether [`find_other_plane`](Self::find_other_plane) finds one.
+    fn other_plane(&self, port: u8, ok: impl Fn(&Self, u8) -> bool) -> bool {
+        self.find_other_plane(port, ok).is_some()
     }
 
     /// Whether no acknowledgement has come back for a round trip although packets are
@@ -602,7 +606,7 @@ impl Endpoint for MrcSender {
         self.handle_losses(now, true);
         self.settle_suspects(now, None);
         self.evs.expire_probes(now);
-        if self.tlp_deadline().is_some_and(|d| d <= now) {
+        if self.tlp_deadline(self.rto_deadline()).is_some_and(|d| d <= now) {
             self.loss_probe(now);
         }
     }
@@ -684,10 +688,8 @@ impl Endpoint for MrcSender {
     }
 
     fn poll_timeout(&self) -> Option<Time> {
-        [self.rto_deadline(), self.rack_deadline(), self.evs.next_probe_timeout(), self.tlp_deadline()]
-            .into_iter()
-            .flatten()
-            .min()
+        let rto = self.rto_deadline();
+        [rto, self.rack_deadline(), self.evs.next_probe_timeout(), self.tlp_deadline(rto)].into_iter().flatten().min()
     }
 
     fn poll_event(&mut self) -> Option<AppEvent> {
