@@ -628,3 +628,55 @@ fn a_sender_backed_off_during_an_outage_resends_when_the_receivers_port_is_back(
         assert!(done < Time::ZERO + Dur::from_us(560), "seed {seed}: done at {done}, not after the next timeout");
     }
 }
+
+/// A tail loss probe waits for its plane's next transmit opportunity. If the local
+/// port goes down first and the probed PSN is acknowledged during the outage (on
+/// another path, or by the original copy), the probe is stale when the port comes
+/// back: it is dropped, not sent, and not counted as a retransmission.
+#[test]
+fn a_copy_acknowledged_while_its_plane_was_down_is_not_sent_when_the_plane_returns() {
+    use fabricsim_transport::Poll;
+    let mut s = MrcSender::new(info(0, 1), cfg(), Time::ZERO, Rng::new(5));
+    let rcfg = SprayResponderConfig {
+        window: u32::MAX,
+        nack_beyond: false,
+        nack_trimmed: true,
+        sack: true,
+        reverse_probe: None,
+    };
+    let mut r = SprayResponder::new(info(1, 0), rcfg, Rng::new(6));
+    let t0 = Time::ZERO;
+    s.post(t0, Message { seq: 0, len: 4 * 4096, va: 0, rkey: 1 });
+    let sent: Vec<Packet> = std::iter::from_fn(|| match s.poll_transmit(t0, 0) {
+        Poll::Send(p) => Some(p),
+        _ => None,
+    })
+    .collect();
+    assert_eq!(sent.len(), 4, "the whole message goes out at once");
+    // Every packet arrives; the receiver's acknowledgements are held back but the
+    // first's, which gives the sender its round trip.
+    let mut acks = Vec::new();
+    for pkt in &sent {
+        r.on_packet(t0 + Dur::from_us(2), pkt);
+        while let Poll::Send(a) = r.poll_transmit(t0 + Dur::from_us(2), 0) {
+            acks.push(a);
+        }
+    }
+    assert_eq!(acks.len(), 4);
+    s.on_packet(t0 + Dur::from_us(4), &acks[0]);
+    // Nothing more comes back: the tail loss probe comes due before the timeout and
+    // queues a copy of the newest packet.
+    let probe_at = s.poll_timeout().expect("a deadline");
+    s.on_timeout(probe_at);
+    assert_eq!(s.stats().tail_probes, 1, "the probe fired at {probe_at}");
+    // The port goes down before the copy leaves; the held acknowledgements arrive.
+    s.on_port_state(probe_at, 0, false);
+    for a in &acks[1..] {
+        s.on_packet(probe_at + Dur::from_us(1), a);
+    }
+    s.on_port_state(probe_at + Dur::from_us(10), 0, true);
+    let after = s.poll_transmit(probe_at + Dur::from_us(10), 0);
+    assert!(matches!(after, Poll::Idle), "nothing is left to send: {after:?}");
+    assert_eq!(s.stats().retransmitted, 0, "the stale copy is not counted");
+    assert_eq!(s.stats().data_sent, 4);
+}

@@ -84,6 +84,16 @@ pub struct MrcConfig {
     pub timeout_copy: bool,
 }
 
+/// A packet that goes before data on its plane.
+#[derive(Clone, Copy, Debug)]
+enum Urgent {
+    /// An answer to the receiver's probe.
+    Reply(Packet),
+    /// An extra copy of a PSN (a silent timeout's second copy, a tail loss probe), on
+    /// the EV of its rotation slot.
+    Copy(Packet, u32),
+}
+
 /// The sending side of an MRC connection.
 #[derive(Clone, Debug)]
 pub struct MrcSender {
@@ -97,8 +107,8 @@ pub struct MrcSender {
     local_up: u8,
     /// Bit `p` set while the peer's NIC port `p` is up (from its SACKs).
     peer_up: u8,
-    /// Control packets (probe answers) waiting, per plane index.
-    ctrl: Vec<VecDeque<Packet>>,
+    /// Packets that go before data, per plane index: probe answers and extra copies.
+    ctrl: Vec<VecDeque<Urgent>>,
     lost: Vec<(u32, PsnRecord)>,
     /// RACK losses whose path is not yet known to have lost them: `(psn, ev, sent)`.
     suspects: Vec<(u32, u32, Time)>,
@@ -281,11 +291,31 @@ impl MrcSender {
     }
 
     /// Queues `pkt`, a copy of a PSN beside its recorded send, for plane `i` on the EV
-    /// of rotation slot `slot`, and counts it (for the EV, the endpoint, the message).
+    /// of rotation slot `slot`. It is counted when it leaves (see `next_urgent`).
     fn queue_extra_copy(&mut self, i: u8, slot: u32, pkt: Packet) {
-        self.evs.count_send(slot, true);
-        self.buf.count_extra_copy(pkt.bth.psn, &mut self.stats);
-        self.ctrl[i as usize].push_back(pkt);
+        self.ctrl[i as usize].push_back(Urgent::Copy(pkt, slot));
+    }
+
+    /// The next packet that goes before data on plane `i`. A copy whose PSN was
+    /// acknowledged while it waited is dropped: it waits behind nothing but the packet
+    /// on the wire, except on a plane that went down, where it may wait out the outage
+    /// (and would otherwise go out when the plane came back, long after it mattered).
+    /// A copy is counted (for its EV, the endpoint and its message) as it leaves.
+    fn next_urgent(&mut self, i: u8) -> Option<Packet> {
+        while let Some(u) = self.ctrl[i as usize].pop_front() {
+            match u {
+                Urgent::Reply(p) => return Some(p),
+                Urgent::Copy(p, slot) => {
+                    if self.buf.record(p.bth.psn).is_none_or(|r| r.acked) {
+                        continue;
+                    }
+                    self.evs.count_send(slot, true);
+                    self.buf.count_extra_copy(p.bth.psn, &mut self.stats);
+                    return Some(p);
+                }
+            }
+        }
+        None
     }
 
     /// Remembers that `psn` was sent again on purpose (see `deliberate`).
@@ -564,7 +594,7 @@ impl Endpoint for MrcSender {
                             reply.ext.flags |= Ext::F_UNHEARD;
                         }
                         self.stats.control_sent += 1;
-                        self.ctrl[i as usize].push_back(reply);
+                        self.ctrl[i as usize].push_back(Urgent::Reply(reply));
                     }
                 }
             }
@@ -629,7 +659,7 @@ impl Endpoint for MrcSender {
             return Poll::Idle;
         }
         let i = port - self.info.first_port;
-        if let Some(p) = self.ctrl[i as usize].pop_front() {
+        if let Some(p) = self.next_urgent(i) {
             return Poll::Send(p);
         }
         // Background probes of retired EVs go before data and outside the window.
