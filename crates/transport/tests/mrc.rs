@@ -680,3 +680,148 @@ fn a_copy_acknowledged_while_its_plane_was_down_is_not_sent_when_the_plane_retur
     assert_eq!(s.stats().retransmitted, 0, "the stale copy is not counted");
     assert_eq!(s.stats().data_sent, 4);
 }
+
+/// A tail loss probe queued just before its port goes down must not wait out the
+/// outage and leave stamped with the time it was queued: its acknowledgement would
+/// read as a round trip as long as the outage and inflate every timer after it.
+#[test]
+fn a_copy_queued_before_an_outage_does_not_inflate_the_round_trip() {
+    use fabricsim_transport::Poll;
+    let mut s = MrcSender::new(info(0, 1), cfg(), Time::ZERO, Rng::new(5));
+    let rcfg = SprayResponderConfig {
+        window: u32::MAX,
+        nack_beyond: false,
+        nack_trimmed: true,
+        sack: true,
+        reverse_probe: None,
+    };
+    let mut r = SprayResponder::new(info(1, 0), rcfg, Rng::new(6));
+    let drain = |e: &mut dyn Endpoint, t: Time| {
+        std::iter::from_fn(|| match e.poll_transmit(t, 0) {
+            Poll::Send(p) => Some(p),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+    };
+    let t0 = Time::ZERO;
+    s.post(t0, Message { seq: 0, len: 4 * 4096, va: 0, rkey: 1 });
+    let sent = drain(&mut s, t0);
+    // PSNs 1 and 2 are lost; of 0 and 3 only the first acknowledgement gets back.
+    let mut acks = Vec::new();
+    for pkt in sent.iter().filter(|p| p.bth.psn == 0 || p.bth.psn == 3) {
+        r.on_packet(t0 + Dur::from_us(2), pkt);
+        acks.extend(drain(&mut r, t0 + Dur::from_us(2)));
+    }
+    s.on_packet(t0 + Dur::from_us(4), &acks[0]);
+    let probe_at = s.poll_timeout().expect("a deadline");
+    s.on_timeout(probe_at);
+    assert_eq!(s.stats().tail_probes, 1);
+    // The port is down for 1 ms before the probe leaves.
+    s.on_port_state(probe_at, 0, false);
+    let up = probe_at + Dur::from_ms(1);
+    s.on_port_state(up, 0, true);
+    let out = drain(&mut s, up);
+    assert!(out.iter().all(|p| p.ext.ts == up.ps()), "everything leaves stamped now: {out:?}");
+    let psns: Vec<u32> = out.iter().map(|p| p.bth.psn).collect();
+    assert_eq!(psns, [1, 2, 3], "each outstanding PSN once");
+    r.on_packet(up + Dur::from_us(2), &out[0]);
+    let back = drain(&mut r, up + Dur::from_us(2));
+    s.on_packet(up + Dur::from_us(4), &back[0]);
+    let next = s.poll_timeout().expect("packets are out");
+    assert!(
+        next < up + Dur::from_us(100),
+        "a 4 us round trip, yet the next deadline is {} after the outage",
+        next - up
+    );
+}
+
+/// Two planes. The receiver's port 1 is down from the start (the sender learns it
+/// from the SACKs' port bitmap and stops using plane 1); at 20 us its port 0 goes down
+/// for good; at 100 us port 1 comes back. The SACK announcing it is lost; the eight
+/// rounds of reverse probes flagged port-up carry the bitmap too, and the sender must
+/// learn from them that plane 1 works again (it used to ignore them, and the message
+/// never completed).
+#[test]
+fn a_peer_port_back_up_is_learned_from_its_probes_too() {
+    use fabricsim_wire::{opcode, Ext};
+    let s = MrcSender::new(util::info2(0, 1), cfg(), Time::ZERO, Rng::new(5));
+    let rcfg = SprayResponderConfig {
+        window: u32::MAX,
+        nack_beyond: false,
+        nack_trimmed: true,
+        sack: true,
+        reverse_probe: Some(Dur::from_us(20)),
+    };
+    let r = SprayResponder::new(util::info2(1, 0), rcfg, Rng::new(6));
+    let mut eps: [Box<dyn Endpoint>; 2] = [Box::new(s), Box::new(r)];
+    eps[1].on_port_state(Time::ZERO, 1, false);
+    eps[0].post(Time::ZERO, Message { seq: 0, len: 2000 * 4096, va: 0, rkey: 1 });
+    let (down0, up1) = (Time::ZERO + Dur::from_us(20), Time::ZERO + Dur::from_us(100));
+    let (mut did_down, mut did_up, mut lost_announcements) = (false, false, 0);
+    let acked = util::run_two_ports(
+        &mut eps,
+        Time::ZERO + Dur::from_ms(50),
+        |side, port, p, now| {
+            if side == 0 {
+                // The receiver's port `port` must be up.
+                return if port == 0 { now < down0 } else { now >= up1 };
+            }
+            if p.bth.opcode == opcode::X_SACK && p.ext.flags & Ext::F_PORT_UP != 0 {
+                lost_announcements += 1;
+                return false;
+            }
+            true
+        },
+        |now, eps| {
+            let before = (did_down, did_up);
+            if now >= down0 && !did_down {
+                did_down = true;
+                eps[1].on_port_state(now, 0, false);
+            }
+            if now >= up1 && !did_up {
+                did_up = true;
+                eps[1].on_port_state(now, 1, true);
+            }
+            before != (did_down, did_up)
+        },
+    );
+    assert_eq!(lost_announcements, 1);
+    assert_eq!(acked.len(), 1, "the message completes over plane 1 ({:?})", eps[0].stats());
+    // Measured: 524 us, 2 timeouts.
+    assert!(acked[0] < Time::ZERO + Dur::from_ms(1), "completed at {}", acked[0]);
+}
+
+/// Two planes; the receiver's port 1 is down from the start and plane 0 loses half of
+/// the data packets. Retirements must not empty plane 0, the only usable one: the
+/// "last active EV" guard used to count plane 1's EVs as a way out, and sending then
+/// waited for probes (3.8 ms with 7-9 timeouts, against 1.7 ms for the same loss on a
+/// one-plane connection).
+#[test]
+fn the_only_usable_plane_keeps_an_active_ev() {
+    for seed in 1..=3u64 {
+        let mut c = cfg();
+        c.evs.active = 4;
+        c.evs.backup_per_plane = 1;
+        let s = MrcSender::new(util::info2(0, 1), c, Time::ZERO, Rng::new(seed));
+        let rcfg = SprayResponderConfig {
+            window: u32::MAX,
+            nack_beyond: false,
+            nack_trimmed: true,
+            sack: true,
+            reverse_probe: Some(Dur::from_us(20)),
+        };
+        let r = SprayResponder::new(util::info2(1, 0), rcfg, Rng::new(seed + 9));
+        let mut eps: [Box<dyn Endpoint>; 2] = [Box::new(s), Box::new(r)];
+        eps[1].on_port_state(Time::ZERO, 1, false);
+        eps[0].post(Time::ZERO, Message { seq: 0, len: 3000 * 4096, va: 0, rkey: 1 });
+        let mut rng = Rng::new(seed * 77);
+        let acked = util::run_two_ports(
+            &mut eps,
+            Time::ZERO + Dur::from_ms(200),
+            |side, port, p, _| !(side == 0 && (port == 1 || (p.is_data() && rng.chance(0.5)))),
+            |_, _| false,
+        );
+        println!("seed {seed}: acked at {acked:?}, {} timeouts", eps[0].stats().timeouts);
+        assert!(acked[0] < Time::ZERO + Dur::from_ms(2), "seed {seed}: acked at {}", acked[0]);
+    }
+}

@@ -531,18 +531,27 @@ impl EvSets {
     /// sets may not grow any more, its slot is left empty: a plane whose paths to this
     /// peer are all dead (both of its T1 switches down) then carries nothing for the
     /// connection, and the other planes everything, until probes bring an EV back.
-    pub fn retire(&mut self, ev: u32, now: Time) {
+    /// `usable`: bit `q` set while plane index `q` can carry packets (both ends' NIC
+    /// ports up); EVs of the other planes do not count as a way out (see below).
+    pub fn retire(&mut self, ev: u32, now: Time, usable: u8) {
         let Some(i) = self.map.get(ev) else { return };
         let i = i as u32;
         let p = self.entries[i as usize].plane as usize;
         self.entries[i as usize].stats.losses += 1;
         if let Some(pos) = self.active[p].iter().position(|&a| a == i) {
             if !self.replace_active(p, pos, now) {
-                if self.active.iter().map(Vec::len).sum::<usize>() == 1 {
-                    // The connection's last active EV stays in use: with no plane left
-                    // to carry it, a link losing half its packets (which retires EV
-                    // after EV) would stop the connection until probes, which need
-                    // several answers in a row, brought one back.
+                let elsewhere: usize = (0..self.active.len())
+                    .filter(|&q| q != p && usable & (1 << q) != 0)
+                    .map(|q| self.active[q].len())
+                    .sum();
+                if self.active[p].len() == 1 && elsewhere == 0 {
+                    // The last active EV of the connection's usable planes stays in
+                    // use: with no plane left to carry it, a link losing half its
+                    // packets (which retires EV after EV) would stop the connection
+                    // until probes, which need several answers in a row, brought one
+                    // back. (EVs of a plane whose port is down carry nothing: counted
+                    // as a way out, they let the only working plane be emptied, and a
+                    // connection took twice as long.)
                     return;
                 }
                 self.active[p].remove(pos);
@@ -754,7 +763,7 @@ mod tests {
         let mut s = sets();
         let mut k = 0u64;
         while let Some(ev) = s.next(0, Time(k * 1_000_000), None) {
-            s.retire(ev, Time(k * 1_000_000));
+            s.retire(ev, Time(k * 1_000_000), u8::MAX);
             k += 1;
             assert!(k < 100_000, "plane 0 never emptied");
         }
@@ -787,7 +796,7 @@ mod tests {
         for k in 0..100_000u64 {
             let now = Time(k * 1_000_000);
             let ev = s.next(0, now, None).expect("an active EV is always left");
-            s.retire(ev, now);
+            s.retire(ev, now, u8::MAX);
         }
         assert_eq!(s.active_per_plane(), vec![1]);
         assert!(s.entries.len() <= s.max_entries());
@@ -860,7 +869,7 @@ mod tests {
     fn retiring_promotes_a_backup_of_the_same_plane() {
         let mut s = sets();
         let x = s.active(3)[0];
-        s.retire(x, Time::ZERO);
+        s.retire(x, Time::ZERO, u8::MAX);
         assert_eq!(s.state(x), Some(EvState::Retired));
         assert_eq!(s.active_per_plane(), vec![4, 4, 4, 4]);
         assert!(!s.active(3).contains(&x));
@@ -871,7 +880,7 @@ mod tests {
     fn enough_answered_probes_resurrect_and_a_miss_backs_off() {
         let mut s = sets();
         let x = s.active(1)[2];
-        s.retire(x, Time::ZERO);
+        s.retire(x, Time::ZERO, u8::MAX);
         let stand_in = s.active(1)[2];
         let mut now = Time::ZERO;
         let mut answered = 0;
@@ -906,7 +915,7 @@ mod tests {
     fn a_resurrected_ev_whose_slot_is_gone_replaces_the_most_avoided_one() {
         let mut s = sets();
         let x = s.active(0)[0];
-        s.retire(x, Time::ZERO);
+        s.retire(x, Time::ZERO, u8::MAX);
         // Its stand-in leaves on ECN, so the slot's chain ends in the backups.
         let stand_in = s.active(0)[0];
         for _ in 0..8 {

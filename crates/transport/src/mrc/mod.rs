@@ -209,6 +209,11 @@ impl MrcSender {
         self.local_up & self.peer_up & (1 << port) != 0
     }
 
+    /// Bit `i` set while plane index `i` (port `first_port + i`) is usable.
+    fn usable_planes(&self) -> u8 {
+        ((self.local_up & self.peer_up & self.plane_mask()) as u16 >> self.info.first_port) as u8
+    }
+
     /// Packets found lost in `self.lost`: untrimmed losses retire their EVs (unless the
     /// plane itself is down, which says nothing about the path), once the path is shown
     /// to have lost the packet. A timeout shows it if a packet sent as late or later has
@@ -227,7 +232,7 @@ impl MrcSender {
                     s.losses += 1;
                 }
             } else if timeout || self.evs.delivered_after(rec.ev, rec.sent_at) {
-                self.evs.retire(rec.ev, now);
+                self.evs.retire(rec.ev, now, self.usable_planes());
             } else {
                 self.evs.demote(rec.ev, now);
                 self.suspects.push((psn, rec.ev, rec.sent_at));
@@ -260,7 +265,7 @@ impl MrcSender {
                 }
             } else if overtaken || (s_sent + rto <= now && progress.is_some_and(|p| p >= s_sent)) {
                 self.suspects.swap_remove(i);
-                self.evs.retire(s_ev, now);
+                self.evs.retire(s_ev, now, self.usable_planes());
             } else {
                 i += 1;
             }
@@ -296,17 +301,19 @@ impl MrcSender {
         self.ctrl[i as usize].push_back(Urgent::Copy(pkt, slot));
     }
 
-    /// The next packet that goes before data on plane `i`. A copy whose PSN was
-    /// acknowledged while it waited is dropped: it waits behind nothing but the packet
-    /// on the wire, except on a plane that went down, where it may wait out the outage
-    /// (and would otherwise go out when the plane came back, long after it mattered).
-    /// A copy is counted (for its EV, the endpoint and its message) as it leaves.
+    /// The next packet that goes before data on plane `i`. A copy waits behind nothing
+    /// but the packet on the wire (a plane going down drops its copies, see
+    /// `plane_down`); one whose PSN was acknowledged or found lost meanwhile is
+    /// dropped. A copy is counted (for its EV, the endpoint and its message) as it
+    /// leaves.
     fn next_urgent(&mut self, i: u8) -> Option<Packet> {
         while let Some(u) = self.ctrl[i as usize].pop_front() {
             match u {
                 Urgent::Reply(p) => return Some(p),
                 Urgent::Copy(p, slot) => {
-                    if self.buf.record(p.bth.psn).is_none_or(|r| r.acked) {
+                    if self.buf.record(p.bth.psn).is_none_or(|r| r.acked || r.lost) {
+                        // Acknowledged meanwhile, or found lost and queued for a
+                        // retransmission that will carry it.
                         continue;
                     }
                     self.evs.count_send(slot, true);
@@ -369,10 +376,28 @@ impl MrcSender {
         self.queue_extra_copy(i, slot, pkt);
     }
 
-    /// Plane `port` became unusable: everything in flight on it is resent elsewhere.
+    /// The peer's NIC port bitmap, from one of its SACKs or reverse probes: a plane it
+    /// lost is a plane we must stop using, and one it got back is usable again.
+    fn learn_peer_ports(&mut self, port_state: u8) {
+        let changed = (self.peer_up ^ port_state) & self.plane_mask();
+        self.peer_up = (self.peer_up & !self.plane_mask()) | (port_state & self.plane_mask());
+        for p in 0..8u8 {
+            if changed & (1 << p) != 0 && port_state & (1 << p) == 0 {
+                self.plane_down(p);
+            }
+        }
+    }
+
+    /// Plane `port` became unusable: everything in flight on it is resent elsewhere,
+    /// and extra copies waiting for it are dropped. (Kept, they waited out the outage
+    /// and left stamped with the time they were queued: their acknowledgement then gave
+    /// an RTT sample as long as the outage, which inflated every timer after it.)
     fn plane_down(&mut self, port: u8) {
         for psn in self.buf.live_on_port(port) {
             self.buf.mark_lost(psn);
+        }
+        if let Some(q) = self.ctrl.get_mut(port.wrapping_sub(self.info.first_port) as usize) {
+            q.retain(|u| matches!(u, Urgent::Reply(_)));
         }
     }
 
@@ -455,14 +480,7 @@ impl MrcSender {
                 self.evs.on_ecn(e.ev, now);
             }
         }
-        // The peer's ports: a plane it lost is a plane we must stop using.
-        let changed = (self.peer_up ^ e.port_state) & self.plane_mask();
-        self.peer_up = (self.peer_up & !self.plane_mask()) | (e.port_state & self.plane_mask());
-        for p in 0..8u8 {
-            if changed & (1 << p) != 0 && e.port_state & (1 << p) == 0 {
-                self.plane_down(p);
-            }
-        }
+        self.learn_peer_ports(e.port_state);
         let reo = self.reo();
         self.buf.rack(reo, &mut self.lost);
         self.note_plane_losses();
@@ -578,6 +596,11 @@ impl Endpoint for MrcSender {
             opcode::X_PROBE_REPLY => self.evs.probe_answered(pkt.ext.ev, now),
             opcode::X_PROBE => {
                 self.outage_over(pkt.ext.flags);
+                // Reverse probes carry the receiver's port bitmap too: after its port
+                // came back, they may be all that reaches us (the SACK announcing it
+                // can be lost), and a plane still marked down would never be used,
+                // nor our answer on it sent.
+                self.learn_peer_ports(pkt.ext.port_state);
                 // The receiver tests its reverse path: answer on one of our EVs.
                 let p = fabricsim_wire::ev_plane(pkt.ext.ev);
                 let i = p.wrapping_sub(self.info.first_port);

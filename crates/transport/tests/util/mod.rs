@@ -220,3 +220,97 @@ impl Pair {
             .collect()
     }
 }
+
+/// `info` with two NIC ports (planes 0 and 1).
+pub fn info2(local: u32, remote: u32) -> ConnInfo {
+    ConnInfo { ports: 2, ..info(local, remote) }
+}
+
+/// Drives two endpoints with two ports each (which `Pair` cannot: it uses port 0
+/// only), 2 us apart with no serialization, until `until`. `fate(side, port, pkt,
+/// now)` says whether a packet sent gets through; `at(now, eps)` may change the
+/// endpoints before each event (port states) and returns whether it did. Returns the
+/// times side 0 saw its messages acknowledged. Asserts the timer contract.
+pub fn run_two_ports(
+    eps: &mut [Box<dyn Endpoint>; 2],
+    until: Time,
+    mut fate: impl FnMut(usize, u8, &Packet, Time) -> bool,
+    mut at: impl FnMut(Time, &mut [Box<dyn Endpoint>; 2]) -> bool,
+) -> Vec<Time> {
+    #[derive(Clone, Copy)]
+    enum Ev {
+        Deliver(usize, Packet),
+        Timer(usize),
+        Kick(usize),
+    }
+    let mut q = EventQueue::new();
+    let mut acked = Vec::new();
+    let mut armed: [Option<Time>; 2] = [None; 2];
+    let mut now = Time::ZERO;
+    let mut inputs: Vec<usize> = vec![0, 1];
+    loop {
+        for side in inputs.drain(..) {
+            // One packet per port in turn, until both have nothing.
+            let mut busy = [true, true];
+            while busy.iter().any(|&b| b) {
+                for port in 0..2u8 {
+                    if !busy[port as usize] {
+                        continue;
+                    }
+                    match eps[side].poll_transmit(now, port) {
+                        Poll::Send(mut p) => {
+                            p.net.src_port = port;
+                            if fate(side, port, &p, now) {
+                                q.push(now + Dur::from_us(2), Ev::Deliver(1 - side, p));
+                            }
+                        }
+                        Poll::Wait(t) => {
+                            q.push(t, Ev::Kick(side));
+                            busy[port as usize] = false;
+                        }
+                        Poll::Idle => busy[port as usize] = false,
+                    }
+                }
+            }
+            while let Some(e) = eps[side].poll_event() {
+                if side == 0 && matches!(e, AppEvent::Acked { .. }) {
+                    acked.push(now);
+                }
+            }
+            if let Some(t) = eps[side].poll_timeout() {
+                let t = t.max(now);
+                if armed[side].is_none_or(|a| t < a) {
+                    armed[side] = Some(t);
+                    q.push(t, Ev::Timer(side));
+                }
+            }
+        }
+        let Some((t, ev)) = q.pop() else { break };
+        if t > until {
+            break;
+        }
+        now = t;
+        if at(now, eps) {
+            inputs.extend([0, 1]);
+        }
+        match ev {
+            Ev::Deliver(side, p) => {
+                eps[side].on_packet(now, &p);
+                inputs.push(side);
+            }
+            Ev::Kick(side) => inputs.push(side),
+            Ev::Timer(side) => {
+                if armed[side] == Some(now) {
+                    armed[side] = None;
+                }
+                if eps[side].poll_timeout().is_some_and(|d| d <= now) {
+                    eps[side].on_timeout(now);
+                    let next = eps[side].poll_timeout();
+                    assert!(next.is_none_or(|d| d > now), "side {side}: deadline {next:?} <= {now}");
+                }
+                inputs.push(side);
+            }
+        }
+    }
+    acked
+}
