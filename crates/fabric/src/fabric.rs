@@ -61,8 +61,9 @@ pub enum FabricEvent {
     /// The head of the port's wire FIFO arrives at the peer.
     /// (The slot of that frame rides along so the run loop can prefetch the packet.)
     Arrive(PortId, u32),
-    /// A PFC frame for `class` arrives at egress `port`: pause (`true`) or resume.
-    Pfc(PortId, u8, bool),
+    /// A PFC frame for `class` arrives at egress `port`: pause (`true`) or resume,
+    /// sent when the link's `downs` count was the last field.
+    Pfc(PortId, u8, bool, u8),
 }
 
 /// What the fabric reports to the host layer.
@@ -422,8 +423,13 @@ impl Fabric {
                 None
             }
             FabricEvent::Arrive(p, _) => self.arrive(p, now, q),
-            FabricEvent::Pfc(p, class, pause) => {
+            FabricEvent::Pfc(p, class, pause, downs) => {
                 let port = &mut self.ports[p as usize];
+                if !port.up || port.downs != downs {
+                    // Sent across a link that died since: lost with it. (Taken, a
+                    // PAUSE paused the port for good, its sender having forgotten it.)
+                    return None;
+                }
                 let c = class as usize;
                 if port.paused[c] == pause {
                     return None;
@@ -621,12 +627,13 @@ impl Fabric {
         // PFC frames preempt the data queue and are 64 bytes: their own
         // serialization is negligible next to the link delay.
         let at = now + port.delay + port.extra_delay;
+        let downs = port.downs;
         if port.cross {
-            self.outbox.push(Remote::Pfc { at, port: port.peer, class: class as u8, pause });
+            self.outbox.push(Remote::Pfc { at, port: port.peer, class: class as u8, pause, downs });
             self.outbox_min = Some(self.outbox_min.map_or(at, |m| m.min(at)));
             return;
         }
-        q.push(at, E::from(FabricEvent::Pfc(port.peer, class as u8, pause)));
+        q.push(at, E::from(FabricEvent::Pfc(port.peer, class as u8, pause, downs)));
     }
 
     /// Puts the frame in `slot` (`wire` bytes) on port `p`'s link (the transmitter
@@ -679,17 +686,17 @@ impl Fabric {
         if port.cross {
             // The far end is another partition's: the frame travels through the outbox
             // onto that partition's copy of this wire.
-            self.outbox.push(Remote::Frame { at: arrive, port: p, pkt: *self.pool.get(slot) });
+            self.outbox.push(Remote::Frame { at: arrive, port: p, pkt: *self.pool.get(slot), downs: port.downs });
             self.outbox_min = Some(self.outbox_min.map_or(arrive, |m| m.min(arrive)));
             self.pool.free(slot);
             return None;
         }
         // A frame never overtakes the one before it on the same wire, even if the
         // link's delay was just lowered.
-        if let Some(&(tail, _)) = port.wire.back() {
+        if let Some(&(tail, ..)) = port.wire.back() {
             arrive = arrive.max(tail);
         }
-        port.wire.push_back((arrive, slot));
+        port.wire.push_back((arrive, slot, port.downs));
         if port.arrive_pending {
             return None;
         }
@@ -712,9 +719,9 @@ impl Fabric {
             debug_assert!(none.is_none());
         }
         let port = &mut self.ports[p as usize];
-        let (_, slot) = port.wire.pop_front().expect("arrival on an empty wire");
+        let (_, slot, downs) = port.wire.pop_front().expect("arrival on an empty wire");
         port.arrive_pending = false;
-        if let Some(&(next, next_slot)) = port.wire.front() {
+        if let Some(&(next, next_slot, _)) = port.wire.front() {
             port.arrive_pending = true;
             q.push(next, E::from(FabricEvent::Arrive(p, next_slot)));
         } else if port.lazy {
@@ -724,8 +731,8 @@ impl Fabric {
         let in_port = port.peer;
         let node = port.peer_node;
         let port_kind = port.kind;
-        if !port.up {
-            // The cable died while the frame was on it.
+        if !port.up || port.downs != downs {
+            // The cable died while the frame was on it (and may be back up by now).
             port.stats.drops += 1;
             self.totals.link_losses += 1;
             self.pool.free(slot);
@@ -998,23 +1005,52 @@ impl Fabric {
         [p, self.ports[p as usize].peer]
     }
 
-    /// Takes the cable at port `p` down or up. A dead cable loses every frame on it,
-    /// and PFC state across it is forgotten (no RESUME will ever cross it).
-    pub fn set_cable_up(&mut self, p: PortId, up: bool, now: Time) {
-        // Both ends catch up first: a frame started before `now` started on a live link
-        // (the two ends' states must agree whenever a frame starts).
-        for q in self.cable(p) {
-            self.settle_port(q, now);
+    /// Takes the cable at port `p` down or up (a link fault). A dead link loses every
+    /// frame on it, and PFC state across it is forgotten (no RESUME will ever cross
+    /// it); see [`refresh_link`](Self::refresh_link).
+    pub fn set_cable_up<E: From<FabricEvent> + Copy>(&mut self, p: PortId, up: bool, now: Time, q: &mut EventQueue<E>) {
+        for x in self.cable(p) {
+            self.ports[x as usize].cable_up = up;
         }
-        for q in self.cable(p) {
-            let port = &mut self.ports[q as usize];
+        self.refresh_link(p, now, q);
+    }
+
+    /// Brings the link at port `p` to what its cable and the nodes at its ends say: up
+    /// only if all three are.
+    ///
+    /// Going down, both ends catch up first (a frame started before `now` started on a
+    /// live link: the two ends' states must agree whenever a frame starts); their PFC
+    /// state is cleared, and a port that was paused is restarted, so that what it held
+    /// drains onto the dead link (lost, counted, its buffer returned) rather than
+    /// waiting for ever; the link's `downs` count moves on, so that frames and PFC
+    /// frames on it when it died are lost even if it is back up when they would arrive.
+    fn refresh_link<E: From<FabricEvent> + Copy>(&mut self, p: PortId, now: Time, q: &mut EventQueue<E>) {
+        let port = &self.ports[p as usize];
+        let up = port.cable_up && self.nodes[port.node as usize].up && self.nodes[port.peer_node as usize].up;
+        if up == port.up {
+            return;
+        }
+        let ends = self.cable(p);
+        for x in ends {
+            self.settle_port(x, now);
+        }
+        let mut restart = [false; 2];
+        for (k, x) in ends.into_iter().enumerate() {
+            let port = &mut self.ports[x as usize];
             port.up = up;
             if !up {
+                port.downs = port.downs.wrapping_add(1);
                 if port.data_paused() {
                     port.stats.paused_ps += now.since(port.paused_since).ps();
                 }
+                restart[k] = port.kind != PortKind::Nic && port.paused.iter().any(|&b| b);
                 port.paused = [false; 2];
                 port.pause_sent = [false; 2];
+            }
+        }
+        for (k, x) in ends.into_iter().enumerate() {
+            if restart[k] {
+                self.kick(x, now, q);
             }
         }
     }
@@ -1081,11 +1117,20 @@ impl Fabric {
         self.ports[p as usize].rate = rate;
     }
 
-    /// Takes switch `n` down (it forwards nothing; all its cables are dead) or up.
-    pub fn set_switch_up(&mut self, n: NodeId, up: bool, now: Time) {
+    /// Takes switch `n` down (it forwards nothing; all its links are dead) or up (its
+    /// links come back, except those whose cable failed on its own or whose other
+    /// switch is down).
+    pub fn set_switch_up<E: From<FabricEvent> + Copy>(
+        &mut self,
+        n: NodeId,
+        up: bool,
+        now: Time,
+        q: &mut EventQueue<E>,
+    ) {
         self.nodes[n as usize].up = up;
-        for p in self.nodes[n as usize].port_ids.clone() {
-            self.set_cable_up(p, up, now);
+        for k in 0..self.nodes[n as usize].port_ids.len() {
+            let p = self.nodes[n as usize].port_ids[k];
+            self.refresh_link(p, now, q);
         }
     }
 
@@ -1130,3 +1175,7 @@ impl Fabric {
         None
     }
 }
+
+#[cfg(test)]
+#[path = "fault_tests.rs"]
+mod fault_tests;

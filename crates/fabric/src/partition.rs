@@ -34,6 +34,8 @@ pub enum Remote {
         port: PortId,
         /// The frame.
         pkt: Packet,
+        /// The link's `downs` when the frame started.
+        downs: u8,
     },
     /// A PAUSE (`pause`) or RESUME for `class` reaching egress `port` at `at`.
     Pfc {
@@ -45,6 +47,8 @@ pub enum Remote {
         class: u8,
         /// Pause or resume.
         pause: bool,
+        /// The link's `downs` when it was sent.
+        downs: u8,
     },
 }
 
@@ -151,17 +155,19 @@ impl Fabric {
     /// order behind the frames before it), a PFC frame is scheduled.
     pub fn inject<E: From<FabricEvent> + Copy>(&mut self, r: &Remote, q: &mut EventQueue<E>) {
         match *r {
-            Remote::Frame { at, port, pkt } => {
+            Remote::Frame { at, port, pkt, downs } => {
                 let slot = self.pool.alloc(pkt);
                 let wire = &mut self.ports[port as usize];
-                let at = wire.wire.back().map_or(at, |&(tail, _)| at.max(tail));
-                wire.wire.push_back((at, slot));
+                let at = wire.wire.back().map_or(at, |&(tail, ..)| at.max(tail));
+                wire.wire.push_back((at, slot, downs));
                 if !wire.arrive_pending {
                     wire.arrive_pending = true;
                     q.push(at, E::from(FabricEvent::Arrive(port, slot)));
                 }
             }
-            Remote::Pfc { at, port, class, pause } => q.push(at, E::from(FabricEvent::Pfc(port, class, pause))),
+            Remote::Pfc { at, port, class, pause, downs } => {
+                q.push(at, E::from(FabricEvent::Pfc(port, class, pause, downs)))
+            }
         }
     }
 

@@ -110,8 +110,9 @@ pub struct Port {
 
     pub(crate) queues: [VecDeque<Queued>; CLASSES],
 
-    /// Frames propagating on the link: `(arrival time at the peer, slot)`, in order.
-    pub(crate) wire: VecDeque<(Time, u32)>,
+    /// Frames propagating on the link: `(arrival time at the peer, slot, the link's
+    /// `downs` when the frame started)`, in order.
+    pub(crate) wire: VecDeque<(Time, u32, u8)>,
     /// Whether this port marks ECN.
     pub ecn: bool,
     /// Whether frames this port transmits are captured (pcap).
@@ -123,6 +124,10 @@ pub struct Port {
     /// Whether the far end belongs to another partition (see [`crate::partition`]).
     pub(crate) cross: bool,
     pub(crate) paused: [bool; CLASSES],
+    /// Times the link went down, modulo 256: a frame or PFC frame that started on it
+    /// under another count was on the link when it died, and is lost even if the link
+    /// is back up when it would have arrived.
+    pub(crate) downs: u8,
     /// Counters.
     pub stats: PortStats,
     /// Index of this port within its node (NIC port number on hosts).
@@ -141,6 +146,10 @@ pub struct Port {
     pub ecn_k: (u64, u64),
     pub(crate) paused_since: Time,
     pub(crate) rng: Rng,
+    /// Whether the cable itself is up (link faults). The link delivers (`up`) only if
+    /// it is and the switches at both ends are up too: a switch restarting does not
+    /// revive a cable that failed on its own.
+    pub(crate) cable_up: bool,
 }
 
 const _: () = {
@@ -148,6 +157,7 @@ const _: () = {
     assert!(offset_of!(Port, lazy) < 64);
     assert!(offset_of!(Port, queues) == 64);
     assert!(offset_of!(Port, wire) == 128);
+    assert!(offset_of!(Port, downs) < 192);
     assert!(offset_of!(Port, stats) + 3 * size_of::<u64>() <= 192);
 };
 
@@ -176,6 +186,8 @@ impl Port {
             busy_until: Time::ZERO,
             txdone_pending: false,
             paused: [false; CLASSES],
+            downs: 0,
+            cable_up: true,
             paused_since: Time::ZERO,
             wire: VecDeque::new(),
             arrive_pending: false,

@@ -1036,7 +1036,7 @@ impl Sim {
                 let up = f.kind == FaultKind::SwitchUp;
                 let n = f.node.expect("switch fault");
                 let ports = self.fabric.ports_of(n).to_vec();
-                self.fabric.set_switch_up(n, up, now);
+                self.fabric.set_switch_up(n, up, now, &mut self.q);
                 for p in ports {
                     self.notify_hosts(now, p, up);
                 }
@@ -1073,7 +1073,7 @@ impl Sim {
 
     /// Takes a cable down or up, tells the hosts at its ends, and has ECMP reroute.
     fn cable_up(&mut self, now: Time, p: PortId, up: bool) -> String {
-        self.fabric.set_cable_up(p, up, now);
+        self.fabric.set_cable_up(p, up, now, &mut self.q);
         self.notify_hosts(now, p, up);
         self.schedule_reroute(now);
         String::from(if up { "up" } else { "down" })
