@@ -246,6 +246,25 @@ fn per_connection(bytes: u64) -> String {
     }
 }
 
+/// The largest RDMA message: the InfiniBand specification's 2^31 bytes. (Longer ones
+/// also overflowed the RETH's 32-bit length, and a multipath receiver then counted
+/// the message complete before its last packets arrived.)
+pub const MAX_MESSAGE: u64 = 1 << 31;
+
+/// Refuses a workload whose messages exceed [`MAX_MESSAGE`].
+fn check_message_sizes(messages: &[fabricsim_workload::MessageSpec]) -> Result<(), ScenarioError> {
+    match messages.iter().find(|m| m.size > MAX_MESSAGE) {
+        Some(m) => Err(ScenarioError::new(
+            &format!("workload[{}].size", m.workload),
+            format!(
+                "makes messages of {} bytes; an RDMA message is at most 2^31 bytes (2147483648, \"2GiB\"): use a smaller size, or several messages",
+                m.size
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Refuses an MRC EV count that does not split equally over the hosts' planes (NIC
 /// ports): the EV set gives every plane the same number of active EVs.
 fn check_planes(scenario: &Scenario, nics: u32) -> Result<(), ScenarioError> {
@@ -500,6 +519,7 @@ impl Sim {
             .map_err(|e| ScenarioError::from_message(&e.to_string()))?;
         let nics_per_host = fabric.nics();
         check_planes(&scenario, nics_per_host)?;
+        check_message_sizes(&plan.messages)?;
         check_memory(&scenario, &plan.conns, nics_per_host)?;
         let mut eps = Vec::new();
         let mut meta = Vec::new();

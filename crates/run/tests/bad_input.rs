@@ -35,6 +35,10 @@ fn error_of(toml: &str) -> String {
 #[case::negative_size("", "workload[0].size: must not be negative, got -5")]
 #[case::size_with_bad_unit("", "workload[0].size: expected a size such as \"8MB\"")]
 #[case::zero_size("", "workload[0].size: must be at least 1 byte")]
+#[case::message_too_large(
+    "",
+    "workload[0].size: makes messages of 3000000000 bytes; an RDMA message is at most 2^31 bytes"
+)]
 #[case::receiver_out_of_range("", "workload[0].receiver: host 99 does not exist (hosts are 0..3)")]
 #[case::too_many_senders("", "workload[0].senders: 9 hosts requested but only 3 are available")]
 #[case::unknown_transport(
@@ -102,6 +106,7 @@ fn bad_input_is_refused_with_the_key_named(#[case] prefix: &str, #[case] expecte
         ),
         "workload[0].size" if expected.contains("negative") => BASE.replace("\"1MB\"", "-5"),
         "workload[0].size" if expected.contains("such as") => BASE.replace("\"1MB\"", "\"1 megabyte\""),
+        "workload[0].size" if expected.contains("messages of") => BASE.replace("\"1MB\"", "\"3GB\""),
         "workload[0].size" => BASE.replace("\"1MB\"", "0"),
         "workload[0].receiver" => BASE.replace("senders = 2", "senders = 2\nreceiver = 99"),
         "workload[0].senders" => BASE.replace("senders = 2", "senders = 9"),
