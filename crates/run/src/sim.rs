@@ -1058,7 +1058,10 @@ impl Sim {
                 let ports = self.fabric.ports_of(n).to_vec();
                 self.fabric.set_switch_up(n, up, now, &mut self.q);
                 for p in ports {
-                    self.notify_hosts(now, p, up);
+                    // What the link does now: a switch back up does not revive a host
+                    // cable that failed on its own.
+                    let live = self.fabric.ports[p as usize].up;
+                    self.notify_hosts(now, p, live);
                 }
                 self.schedule_reroute(now);
                 String::new()
@@ -1094,7 +1097,10 @@ impl Sim {
     /// Takes a cable down or up, tells the hosts at its ends, and has ECMP reroute.
     fn cable_up(&mut self, now: Time, p: PortId, up: bool) -> String {
         self.fabric.set_cable_up(p, up, now, &mut self.q);
-        self.notify_hosts(now, p, up);
+        // What the link does now: a cable back up stays dead while a switch at its end
+        // is down.
+        let live = self.fabric.ports[p as usize].up;
+        self.notify_hosts(now, p, live);
         self.schedule_reroute(now);
         String::from(if up { "up" } else { "down" })
     }
