@@ -337,3 +337,47 @@ proptest! {
         prop_assert_eq!(per_flow, r.summary["retransmitted_packets"].as_u64().unwrap());
     }
 }
+
+/// Host 0's plane-0 cable fails, then plane 0's T0 switch of its group goes down and
+/// comes back. The cable is still dead, and the host must still be told so: told "up"
+/// when the switch returned, MRC sent a share of its packets into the dead cable.
+#[test]
+fn a_switch_back_up_leaves_a_failed_host_cable_dead_for_the_host_too() {
+    let toml = r#"
+seed = 3
+[topology]
+kind = "multi_plane"
+planes = 2
+groups = 2
+hosts_per_group = 2
+t1_per_plane = 2
+[fabric]
+pfc = false
+trimming = true
+[transport]
+kind = "mrc"
+evs = 16
+[workload]
+kind = "flows"
+flows = [{ src = 0, dst = 2, size = "2MB", start = "0us" }]
+[[faults]]
+at = "5us"
+kind = "link_down"
+link = "host[0].nic[0]"
+[[faults]]
+at = "10us"
+kind = "switch_down"
+switch = "t0[0]"
+[[faults]]
+at = "20us"
+kind = "switch_up"
+switch = "t0[0]"
+"#;
+    let (sim, r) = run(toml);
+    assert_eq!(r.summary["flows"]["unfinished"], 0);
+    let nic = sim.fabric.port_by_name("host[0].nic[0]").expect("the port");
+    assert!(!sim.fabric.ports[nic as usize].up, "the cable stays down");
+    // Frames started on it before it failed at 5 us may die on it; none after.
+    let dropped = sim.fabric.ports[nic as usize].stats.drops;
+    assert!(dropped <= 4, "{dropped} frames sent into the dead cable");
+}
