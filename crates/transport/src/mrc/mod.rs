@@ -105,7 +105,8 @@ pub struct MrcSender {
     rtt: RttEstimator,
     /// Bit `p` set while local NIC port `p` is up.
     local_up: u8,
-    /// Bit `p` set while the peer's NIC port `p` is up (from its SACKs).
+    /// Bit `p` set while the peer's NIC port `p` is up (from its SACKs and reverse
+    /// probes).
     peer_up: u8,
     /// Packets that go before data, per plane index: probe answers and extra copies.
     ctrl: Vec<VecDeque<Urgent>>,
