@@ -35,19 +35,19 @@ fn cfg() -> MrcConfig {
     }
 }
 
+/// The receiver's settings: SACKs, trimmed packets NACKed, an unbounded window, and
+/// reverse probes every `reverse_probe` if given.
+fn responder_cfg(reverse_probe: Option<Dur>) -> SprayResponderConfig {
+    SprayResponderConfig { window: u32::MAX, nack_beyond: false, nack_trimmed: true, sack: true, reverse_probe }
+}
+
 fn pair(seed: u64) -> Pair {
     pair_with(seed, cfg())
 }
 
 fn pair_with(seed: u64, cfg: MrcConfig) -> Pair {
     let s = MrcSender::new(info(0, 1), cfg, Time::ZERO, Rng::new(seed));
-    let rcfg = SprayResponderConfig {
-        window: u32::MAX,
-        nack_beyond: false,
-        nack_trimmed: true,
-        sack: true,
-        reverse_probe: Some(Dur::from_us(20)),
-    };
+    let rcfg = responder_cfg(Some(Dur::from_us(20)));
     let r = SprayResponder::new(info(1, 0), rcfg, Rng::new(seed + 1));
     Pair::new(AnyEndpoint::Mrc(s), AnyEndpoint::Spray(r), Rate::gbps(100), Dur::from_us(2))
 }
@@ -637,13 +637,7 @@ fn a_sender_backed_off_during_an_outage_resends_when_the_receivers_port_is_back(
 fn a_copy_acknowledged_while_its_plane_was_down_is_not_sent_when_the_plane_returns() {
     use fabricsim_transport::Poll;
     let mut s = MrcSender::new(info(0, 1), cfg(), Time::ZERO, Rng::new(5));
-    let rcfg = SprayResponderConfig {
-        window: u32::MAX,
-        nack_beyond: false,
-        nack_trimmed: true,
-        sack: true,
-        reverse_probe: None,
-    };
+    let rcfg = responder_cfg(None);
     let mut r = SprayResponder::new(info(1, 0), rcfg, Rng::new(6));
     let t0 = Time::ZERO;
     s.post(t0, Message { seq: 0, len: 4 * 4096, va: 0, rkey: 1 });
@@ -688,13 +682,7 @@ fn a_copy_acknowledged_while_its_plane_was_down_is_not_sent_when_the_plane_retur
 fn a_copy_queued_before_an_outage_does_not_inflate_the_round_trip() {
     use fabricsim_transport::Poll;
     let mut s = MrcSender::new(info(0, 1), cfg(), Time::ZERO, Rng::new(5));
-    let rcfg = SprayResponderConfig {
-        window: u32::MAX,
-        nack_beyond: false,
-        nack_trimmed: true,
-        sack: true,
-        reverse_probe: None,
-    };
+    let rcfg = responder_cfg(None);
     let mut r = SprayResponder::new(info(1, 0), rcfg, Rng::new(6));
     let drain = |e: &mut dyn Endpoint, t: Time| {
         std::iter::from_fn(|| match e.poll_transmit(t, 0) {
@@ -745,13 +733,7 @@ fn a_copy_queued_before_an_outage_does_not_inflate_the_round_trip() {
 fn a_peer_port_back_up_is_learned_from_its_probes_too() {
     use fabricsim_wire::{opcode, Ext};
     let s = MrcSender::new(util::info2(0, 1), cfg(), Time::ZERO, Rng::new(5));
-    let rcfg = SprayResponderConfig {
-        window: u32::MAX,
-        nack_beyond: false,
-        nack_trimmed: true,
-        sack: true,
-        reverse_probe: Some(Dur::from_us(20)),
-    };
+    let rcfg = responder_cfg(Some(Dur::from_us(20)));
     let r = SprayResponder::new(util::info2(1, 0), rcfg, Rng::new(6));
     let mut eps: [Box<dyn Endpoint>; 2] = [Box::new(s), Box::new(r)];
     eps[1].on_port_state(Time::ZERO, 1, false);
@@ -803,13 +785,7 @@ fn the_only_usable_plane_keeps_an_active_ev() {
         c.evs.active = 4;
         c.evs.backup_per_plane = 1;
         let s = MrcSender::new(util::info2(0, 1), c, Time::ZERO, Rng::new(seed));
-        let rcfg = SprayResponderConfig {
-            window: u32::MAX,
-            nack_beyond: false,
-            nack_trimmed: true,
-            sack: true,
-            reverse_probe: Some(Dur::from_us(20)),
-        };
+        let rcfg = responder_cfg(Some(Dur::from_us(20)));
         let r = SprayResponder::new(util::info2(1, 0), rcfg, Rng::new(seed + 9));
         let mut eps: [Box<dyn Endpoint>; 2] = [Box::new(s), Box::new(r)];
         eps[1].on_port_state(Time::ZERO, 1, false);
