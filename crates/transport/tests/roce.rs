@@ -134,3 +134,76 @@ proptest! {
         prop_assert_eq!(p.acked().len(), sizes.len());
     }
 }
+
+use fabricsim_wire::{hdr, Aeth, Bth};
+
+/// An acknowledgement (or a sequence-error NAK) carrying `psn`.
+fn ctl(psn: u32, nak: bool) -> Packet {
+    let mut p = Packet { bth: Bth { opcode: opcode::RC_ACK, ack_req: false, dest_qp: 0, psn }, ..Default::default() };
+    p.hdrs = hdr::AETH;
+    p.aeth = Aeth { syndrome: if nak { Aeth::NAK_SEQ_ERR } else { Aeth::ACK }, msn: 0 };
+    p
+}
+
+/// The HPCC model's DCQCN steps scale with the line rate: at 400 Gb/s the hyper
+/// increase is 800 Mb/s (the product used to overflow a u64: a panic in a debug build,
+/// a meaningless step in a release one).
+#[test]
+fn dcqcn_defaults_scale_to_400g_links() {
+    let c = DcqcnConfig::hpcc(Rate::gbps(400));
+    assert_eq!(c.rate_hai, Rate::mbps(800));
+}
+
+/// A NAK delayed behind the acknowledgement of everything (reordering) is stale: it
+/// must not start the retransmission timer of a QP with nothing outstanding, which then
+/// timed out again and again and failed the idle QP.
+#[test]
+fn a_stale_nak_does_not_time_out_an_idle_qp() {
+    let cfg = RoceConfig { retry_limit: 3, ..Default::default() };
+    let mut r = RoceRequester::new(info(0, 1), cfg, 1000);
+    let mut now = Time::ZERO;
+    r.post(now, msg(0, 3 * MTU as u64));
+    while let fabricsim_transport::Poll::Send(_) = r.poll_transmit(now, 0) {
+        now += Dur::from_ns(400);
+    }
+    // Everything acknowledged (ACK of PSN 2), then a NAK(expected=1) sent earlier arrives late.
+    r.on_packet(now, &ctl(2, false));
+    assert_eq!(r.poll_timeout(), None, "idle after full ack");
+    r.on_packet(now, &ctl(1, true));
+    let mut evs = Vec::new();
+    while let Some(e) = r.poll_event() {
+        evs.push(e);
+    }
+    let mut n = 0;
+    while let Some(t) = r.poll_timeout() {
+        r.on_timeout(t);
+        while let Some(e) = r.poll_event() {
+            evs.push(e);
+        }
+        n += 1;
+        if n > 100 {
+            break;
+        }
+    }
+    assert_eq!(r.stats().timeouts, 0, "RTO armed with nothing outstanding");
+    assert!(!evs.contains(&AppEvent::Failed));
+}
+
+/// With every packet ECN-marked, DCQCN paces the QP down to its minimum rate, where
+/// packets leave further apart than a short timeout. Nothing is lost, and with nothing
+/// in flight while the pacer holds the next packet there is nothing to time out (the
+/// timer used to run then: 17 timeouts, and the QP failed).
+#[test]
+fn pacing_below_the_timeout_is_not_a_timeout() {
+    let mut dc = DcqcnConfig::hpcc(Rate::gbps(100));
+    dc.min_rate = Rate::mbps(100);
+    let cfg = RoceConfig { rto: Dur::from_us(50), retry_limit: 3, dcqcn: Some(dc), ..Default::default() };
+    let mut p = pair(cfg);
+    // Mark every data packet: CNPs drive the rate to the minimum.
+    p.fate = Box::new(|side, _, _| (false, side == 0));
+    p.post(msg(0, 200 * MTU as u64));
+    p.run(Time::ZERO + Dur::from_ms(200));
+    assert_eq!(p.eps[0].stats().timeouts, 0);
+    assert!(!p.events.iter().any(|e| e.2 == AppEvent::Failed));
+    assert_eq!(p.acked().len(), 1, "the message completes");
+}

@@ -58,7 +58,8 @@ pub struct DcqcnConfig {
 impl DcqcnConfig {
     /// The HPCC ns-3 model's defaults for a NIC of `line` rate.
     pub fn hpcc(line: Rate) -> DcqcnConfig {
-        let per25 = |mbps: u64| Rate((mbps * 1_000_000) as u128 as u64 * line.bps() / 25_000_000_000);
+        // In u128: 50 Mb/s times a 400 Gb/s line overflows a u64.
+        let per25 = |mbps: u64| Rate((mbps as u128 * 1_000_000 * line.bps() as u128 / 25_000_000_000) as u64);
         DcqcnConfig {
             g: 1.0 / 256.0,
             alpha_interval: Dur::from_us(1),

@@ -140,10 +140,18 @@ impl RoceRequester {
             self.events.push_back(AppEvent::Acked { seq: front.msg.seq, retransmitted: front.retx });
             self.msgs.pop_front();
         }
-        if self.snd_una == self.next_msg_psn {
-            self.timers.stop(RTO);
-        } else {
+        self.restart_rto(now);
+    }
+
+    /// Runs the retransmission timer from `now` while packets are in flight, and
+    /// stops it otherwise: with everything sent acknowledged there is nothing to time
+    /// out (data the pacer holds back, or none left), and a timer left running then
+    /// counted retries, and failed the QP, without any loss.
+    fn restart_rto(&mut self, now: Time) {
+        if self.snd_nxt > self.snd_una {
             self.timers.set(RTO, now + self.cfg.rto);
+        } else {
+            self.timers.stop(RTO);
         }
     }
 }
@@ -164,9 +172,12 @@ impl Endpoint for RoceRequester {
                     // arrived; resend from it.
                     self.acknowledge(now, pkt.bth.psn);
                     if pkt.bth.psn >= self.snd_una && pkt.bth.psn < self.snd_nxt {
+                        // Go back. Nothing is in flight until the resend, which starts
+                        // the timer. (A stale NAK, from before an acknowledgement that
+                        // covers it, changes nothing.)
                         self.snd_nxt = pkt.bth.psn;
+                        self.timers.stop(RTO);
                     }
-                    self.timers.set(RTO, now + self.cfg.rto);
                 } else {
                     self.acknowledge(now, pkt.bth.psn.wrapping_add(1));
                 }
@@ -195,8 +206,9 @@ impl Endpoint for RoceRequester {
                 self.events.push_back(AppEvent::Failed);
                 return;
             }
+            // Go back; the resend starts the timer again.
             self.snd_nxt = self.snd_una;
-            self.timers.set(RTO, now + self.cfg.rto);
+            self.timers.stop(RTO);
         }
     }
 
@@ -229,6 +241,7 @@ impl Endpoint for RoceRequester {
             self.next_send = now + d.rate().tx_time(wire);
         }
         if self.timers.get(RTO).is_none() {
+            // The first packet in flight: the timer runs from it.
             self.timers.set(RTO, now + self.cfg.rto);
         }
         Poll::Send(pkt)
