@@ -235,7 +235,7 @@ pub(crate) fn run(sim: &mut Sim, progress: &mut dyn FnMut(&Progress) -> bool) ->
     for (i, mut other) in others.into_iter().enumerate() {
         sim.absorb(&mut other, &owner, i as u8 + 1);
     }
-    sim.finish_partitioned(ending, end);
+    sim.finish_partitioned(end);
     ending
 }
 

@@ -785,7 +785,11 @@ impl Sim {
         let stop = self.stop_time();
         loop {
             let Some((now, ev)) = self.q.pop() else {
-                self.end = Some(self.q.now());
+                let now = self.q.now();
+                self.end = Some(now);
+                // The last interval too: port samples and EV state changes since
+                // the last sample (with 1 ms samples a stalled run had none at all).
+                self.sample(now);
                 return Ending::Stalled;
             };
             if now > stop {
@@ -810,7 +814,7 @@ impl Sim {
                 let mark = self.mark();
                 if self.watchdog.stalled(now, mark) {
                     self.end = Some(now);
-                    self.fabric.settle(now);
+                    self.sample(now);
                     return Ending::Stalled;
                 }
             }
@@ -958,12 +962,11 @@ impl Sim {
     }
 
     /// Ends a partitioned run at `end`: the last sample, and the end time.
-    pub(crate) fn finish_partitioned(&mut self, ending: Ending, end: Time) {
-        // Whole again: the last sample drains every endpoint's log.
+    pub(crate) fn finish_partitioned(&mut self, end: Time) {
+        // Whole again: the last sample drains every endpoint's log (a stalled run's
+        // too: its last interval is part of the record).
         self.part = None;
-        if ending != Ending::Stalled {
-            self.sample(end);
-        }
+        self.sample(end);
         self.end = Some(end);
         // The partitions may have run up to one lookahead past the end; the merged
         // log is in time order (stable: simultaneous entries by connection).
