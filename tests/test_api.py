@@ -181,6 +181,15 @@ def test_save_writes_every_file_atomically(tmp_path, small_toml):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "small.toml"]
 
 
+def test_save_refuses_arguments_of_the_wrong_type_before_writing(tmp_path, small_toml):
+    r = fabricsim.run(small_toml)
+    with pytest.raises(TypeError, match="save: out must be a path"):
+        r.save(5)
+    with pytest.raises(TypeError, match="save: plots must be True, False or None, got 'no'"):
+        r.save(tmp_path / "out", plots="no")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["small.toml"]
+
+
 def test_all_reduce_reports_a_collective():
     r = fabricsim.run({
         "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 4},

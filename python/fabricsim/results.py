@@ -124,6 +124,10 @@ class Result:
         The first save of a run's temporary capture ends its life as a temporary file:
         ``Result.pcap`` becomes ``out/capture.pcap``.
         """
+        if not isinstance(out, (str, os.PathLike)):
+            raise TypeError(f"save: out must be a path (str or os.PathLike), got {type(out).__name__}")
+        if plots is not None and not isinstance(plots, bool):
+            raise TypeError(f"save: plots must be True, False or None, got {plots!r}")
         out = Path(out)
         if out.exists() and (not out.is_dir() or any(out.iterdir())):
             raise FileExistsError(f"output folder {out} already exists and is not empty")

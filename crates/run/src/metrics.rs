@@ -232,7 +232,16 @@ pub fn flow_table(sim: &Sim) -> Table {
         .push("size_bytes", Column::U64(sim.plan.messages.iter().map(|m| m.size).collect()))
         .push("start_ns", Column::I64(sim.msgs.iter().map(|m| or_none(m.start)).collect()))
         .push("finish_ns", Column::I64(sim.msgs.iter().map(|m| or_none(m.finish)).collect()))
-        .push("fct_ns", Column::I64((0..n).map(|i| fct(i).map_or(-1, |d| d.as_ns() as i64)).collect()))
+        // From the columns as written (each rounded down to a nanosecond), so that the
+        // table is consistent: `fct_ns == finish_ns - start_ns` exactly.
+        .push(
+            "fct_ns",
+            Column::I64(
+                (0..n)
+                    .map(|i| fct(i).map_or(-1, |_| or_none(sim.msgs[i].finish) - or_none(sim.msgs[i].start)))
+                    .collect(),
+            ),
+        )
         .push("ideal_fct_ns", Column::U64(sim.msgs.iter().map(|m| m.ideal.as_ns()).collect()))
         .push(
             "slowdown",

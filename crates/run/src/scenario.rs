@@ -833,10 +833,12 @@ fn parse_fault(i: usize, v: &Value, stop: Option<Dur>) -> Result<FaultSpec, Scen
 
 fn parse_output(v: &Value) -> Result<OutputSpec, ScenarioError> {
     let mut r = Reader::new("output", v)?;
-    let out = OutputSpec {
-        sample_interval: r.duration("sample_interval")?.unwrap_or(Dur::from_us(10)),
-        plots: r.bool("plots", true)?,
-    };
+    let sample_interval = r.duration("sample_interval")?.unwrap_or(Dur::from_us(10));
+    if sample_interval > Dur::ZERO && sample_interval < Dur::from_ns(1) {
+        // Sample times are written in whole nanoseconds.
+        return Err(r.error("sample_interval", format!("must be \"0us\" (off) or at least 1ns, got {sample_interval}")));
+    }
+    let out = OutputSpec { sample_interval, plots: r.bool("plots", true)? };
     r.finish(&schema::OUTPUT.iter().collect::<Vec<_>>())?;
     Ok(out)
 }

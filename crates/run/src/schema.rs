@@ -269,7 +269,7 @@ const W_INCAST: &[Param] = &[
 const W_ALL_TO_ALL: &[Param] =
     &[p("size", Ty::Size, "", "Bytes per ordered pair."), p("hosts", Ty::Hosts, "all", "Participating hosts.")];
 const W_ALL_REDUCE: &[Param] = &[
-    p("size", Ty::Size, "", "Buffer per host; each of the 2(N-1) steps moves size/N."),
+    p("size", Ty::Size, "", "Buffer per host, at least N bytes; each of the 2(N-1) steps moves size/N (rounded up)."),
     p("hosts", Ty::Hosts, "all", "Ring members, in ring order."),
 ];
 
@@ -294,7 +294,7 @@ pub const FAULTS: &[Param] = &[
 
 /// `[output]` keys.
 pub const OUTPUT: &[Param] = &[
-    p("sample_interval", Ty::Duration, "10us", "Port time-series period; \"0us\" turns sampling off. Sampling stops once ports.parquet holds 12,000,000 rows (the summary says when: sampling_stopped_ns)."),
+    p("sample_interval", Ty::Duration, "10us", "Port time-series period, at least 1ns; \"0us\" turns sampling off. Sampling stops once ports.parquet holds 12,000,000 rows (the summary says when: sampling_stopped_ns)."),
     p("plots", Ty::Bool, "true", "Draw the standard PNG plots into the output folder."),
 ];
 

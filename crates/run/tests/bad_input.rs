@@ -35,6 +35,11 @@ fn error_of(toml: &str) -> String {
 #[case::negative_size("", "workload[0].size: must not be negative, got -5")]
 #[case::size_with_bad_unit("", "workload[0].size: expected a size such as \"8MB\"")]
 #[case::zero_size("", "workload[0].size: must be at least 1 byte")]
+#[case::all_reduce_smaller_than_its_ring(
+    "",
+    "workload[0].size: must be at least the number of hosts (4): each step moves size/N bytes, got 3"
+)]
+#[case::sample_interval_below_a_nanosecond("", "output.sample_interval: must be \"0us\" (off) or at least 1ns, got")]
 #[case::message_too_large(
     "",
     "workload[0].size: makes messages of 3000000000 bytes; an RDMA message is at most 2^31 bytes"
@@ -106,6 +111,10 @@ fn bad_input_is_refused_with_the_key_named(#[case] prefix: &str, #[case] expecte
         ),
         "workload[0].size" if expected.contains("negative") => BASE.replace("\"1MB\"", "-5"),
         "workload[0].size" if expected.contains("such as") => BASE.replace("\"1MB\"", "\"1 megabyte\""),
+        "workload[0].size" if expected.contains("number of hosts") => {
+            BASE.replace("kind = \"incast\"\nsenders = 2\nsize = \"1MB\"", "kind = \"all_reduce\"\nsize = 3")
+        }
+        "output.sample_interval" => format!("{BASE}[output]\nsample_interval = \"500ps\"\n"),
         "workload[0].size" if expected.contains("messages of") => BASE.replace("\"1MB\"", "\"3GB\""),
         "workload[0].size" => BASE.replace("\"1MB\"", "0"),
         "workload[0].receiver" => BASE.replace("senders = 2", "senders = 2\nreceiver = 99"),

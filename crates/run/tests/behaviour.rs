@@ -418,3 +418,31 @@ sample_interval = "1ms"
     assert_eq!(drops, r.summary["drops"].as_u64().unwrap(), "the port samples cover the whole run");
     assert!(r.ev_states.rows() > 0, "state changes since the last sample are recorded");
 }
+
+/// The flow table is consistent as written: `fct_ns` is exactly `finish_ns -
+/// start_ns` (each rounded separately, they were off by a nanosecond for many flows).
+#[test]
+fn flow_completion_times_equal_finish_minus_start_as_written() {
+    // Ring steps start when the step before them is received, at any picosecond.
+    let toml = r#"
+seed = 2
+[topology]
+kind = "leaf_spine"
+leaves = 2
+spines = 2
+hosts_per_leaf = 2
+[transport]
+kind = "roce"
+[workload]
+kind = "all_reduce"
+size = "1MB"
+"#;
+    let (_, r) = run(toml);
+    let (start, finish, fct) = (col_i64(&r, "start_ns"), col_i64(&r, "finish_ns"), col_i64(&r, "fct_ns"));
+    assert!(!fct.is_empty());
+    for i in 0..fct.len() {
+        if finish[i] >= 0 {
+            assert_eq!(fct[i], finish[i] - start[i], "flow {i}");
+        }
+    }
+}

@@ -223,6 +223,13 @@ pub fn build(workloads: &[WorkloadSpec], nhosts: u32, seed: u64) -> Result<Plan,
                 if n < 2 {
                     return Err(err(f("hosts"), "all_reduce needs at least 2 hosts"));
                 }
+                if *size < n as u64 {
+                    // Each step moves size/N: at least a byte per host.
+                    return Err(err(
+                        f("size"),
+                        format!("must be at least the number of hosts ({n}): each step moves size/N bytes, got {size}"),
+                    ));
+                }
                 b.plan.collectives.push(CollectiveSpec {
                     kind: "all_reduce",
                     workload: w as u32,
