@@ -83,9 +83,11 @@ def test_an_mrc_flow_shows_srv6_destinations_and_the_entropy_values_it_used(tmp_
     data = [r for r in rows if r[4] in ("fd00::", "fd00::1:0:0") and r[0] in ("6", "7", "9")]
     assert data and len(data) == s["data_packets_sent"]
     assert all(r[2].startswith("fcbb:bb00:") for r in data), data[:3]
-    # The UDP source ports are the low 16 bits of the EVs paths.parquet counted.
+    # The UDP source ports are the low 14 bits of the EVs paths.parquet counted, with
+    # the top two set (as Linux does: never a well-known port).
     paths = pd.read_parquet(out / "paths.parquet")
-    assert {int(r[3]) for r in data} == {int(ev) & 0xFFFF for ev in paths["ev"]}
+    assert {int(r[3]) for r in data} == {0xC000 | (int(ev) & 0x3FFF) for ev in paths["ev"]}
+    assert all(r[3] and int(r[3]) >= 0xC000 for r in rows if r[0])
     assert len({int(r[3]) for r in data}) == 16
     # Every PSN of the message went out at least once.
     psns = {int(r[1]) for r in data}

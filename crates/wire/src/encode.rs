@@ -348,6 +348,12 @@ fn udp_len(pkt: &Packet) -> usize {
     UDP_BYTES + BTH_BYTES + ext_header_bytes(pkt.hdrs, pkt.bth.opcode) + payload + pad_for(payload) + ICRC_BYTES
 }
 
+/// The UDP source port a frame carries for entropy port `sport`: its low 14 bits
+/// with the two top bits set (0xC000-0xFFFF), as Linux's `rdma_get_udp_sport` makes.
+pub fn wire_sport(sport: u16) -> u16 {
+    0xC000 | (sport & 0x3FFF)
+}
+
 /// Length in bytes of the whole frame [`emit`] writes for `pkt` (no FCS, no
 /// truncation): the `orig_len` of a pcap record.
 ///
@@ -432,7 +438,10 @@ pub fn emit(pkt: &Packet, cfg: &EncodeConfig, out: &mut Vec<u8>) -> Result<usize
     out.extend_from_slice(&src);
     out.extend_from_slice(&dst);
 
-    out.extend_from_slice(&net.sport.to_be_bytes());
+    // The source port's two top bits set, as Linux does (`rdma_get_udp_sport`): the
+    // port is the EV's low bits, and one below 1024 (ISAKMP's 500, RIP's 520) made
+    // decoders take the frame for that protocol rather than RoCE.
+    out.extend_from_slice(&wire_sport(net.sport).to_be_bytes());
     out.extend_from_slice(&ROCEV2_UDP_PORT.to_be_bytes());
     out.extend_from_slice(&(udp_len as u16).to_be_bytes());
     // Filled in last: the checksum covers the ICRC.
@@ -533,7 +542,8 @@ fn need(bytes: &[u8], need: usize, what: &'static str) -> Result<(), ParseError>
 /// fabricsim's addressing) back into a [`Packet`].
 ///
 /// Recovers every field [`emit`] writes; PSN, DestQP and MSN come back as their 24
-/// wire bits and the flow label as 20. A frame cut inside the payload is accepted (see
+/// wire bits, the flow label as 20, and the UDP source port as on the wire
+/// ([`wire_sport`]). A frame cut inside the payload is accepted (see
 /// the module doc).
 ///
 /// # Errors
@@ -729,7 +739,28 @@ mod tests {
         }
     }
 
+    /// `pkt` as `parse` reads it back: with the source port as on the wire.
+    fn as_on_wire(mut pkt: Packet) -> Packet {
+        pkt.net.sport = wire_sport(pkt.net.sport);
+        pkt
+    }
+
     const VECTOR_CFG: EncodeConfig = EncodeConfig { payload_fill: 0xAB, mig_req: false, payload_snaplen: None };
+
+    #[test]
+    fn the_udp_source_port_on_the_wire_is_never_a_well_known_one() {
+        for sport in [0u16, 500, 520, 0x3FFF, 0xC123, 0xFFFF] {
+            let pkt = Packet {
+                net: NetHdr { sport, ..vector_net(1, 2) },
+                bth: Bth { opcode: opcode::RC_ACK, ack_req: false, dest_qp: 0x22, psn: 1 },
+                ..Default::default()
+            };
+            let mut f = Vec::new();
+            emit(&pkt, &VECTOR_CFG, &mut f).unwrap();
+            let on_wire = be16(&f, 54);
+            assert_eq!(on_wire, 0xC000 | (sport & 0x3FFF), "sport {sport}");
+        }
+    }
 
     #[test]
     fn icrc_matches_every_reference_vector() {
@@ -811,7 +842,7 @@ mod tests {
         // The vector sets SE, which fabricsim never does. With SE set and both
         // checksums recomputed, every byte from the EtherType on matches.
         assert_eq!(out[BTH_AT + 1], 0x10);
-        assert_eq!(parse(&out).unwrap(), pkt);
+        assert_eq!(parse(&out).unwrap(), as_on_wire(pkt));
         out[BTH_AT + 1] |= 0x80;
         let n = out.len();
         let crc = icrc(&out[ETH_BYTES..n - 4]);
@@ -871,14 +902,14 @@ mod tests {
         let mut out = Vec::new();
         emit(&pkt, &EncodeConfig::default(), &mut out).unwrap();
         assert_eq!(out[BTH_AT + 8], 0x40 | hdr::RETH | hdr::EXT);
-        assert_eq!(parse(&out).unwrap(), pkt);
+        assert_eq!(parse(&out).unwrap(), as_on_wire(pkt));
 
         pkt.hdrs = 0;
         pkt.trim();
         out.clear();
         emit(&pkt, &EncodeConfig::default(), &mut out).unwrap();
         assert_eq!(out[BTH_AT + 8], 0x40 | 0x10);
-        assert_eq!(parse(&out).unwrap(), pkt);
+        assert_eq!(parse(&out).unwrap(), as_on_wire(pkt));
 
         pkt.net.trimmed = false;
         out.clear();
@@ -937,7 +968,7 @@ mod tests {
         assert_eq!(emit(&pkt, &cfg, &mut cut).unwrap(), len);
         assert_eq!(cut.len(), BTH_AT + BTH_BYTES + 64);
         assert_eq!(cut[..], full[..cut.len()], "same lengths and checksums");
-        assert_eq!(parse(&cut).unwrap(), pkt);
+        assert_eq!(parse(&cut).unwrap(), as_on_wire(pkt));
     }
 
     #[test]
@@ -1068,7 +1099,7 @@ mod tests {
             let len = emit(&pkt, &cfg, &mut out).unwrap();
             prop_assert_eq!(len, encoded_len(&pkt));
             prop_assert!(out.len() <= len);
-            prop_assert_eq!(parse(&out), Ok(pkt));
+            prop_assert_eq!(parse(&out), Ok(as_on_wire(pkt)));
         }
 
         #[test]
