@@ -1061,10 +1061,7 @@ impl Sim {
                 let ports = self.fabric.ports_of(n).to_vec();
                 self.fabric.set_switch_up(n, up, now, &mut self.q);
                 for p in ports {
-                    // What the link does now: a switch back up does not revive a host
-                    // cable that failed on its own.
-                    let live = self.fabric.ports[p as usize].up;
-                    self.notify_hosts(now, p, live);
+                    self.notify_hosts(now, p);
                 }
                 self.schedule_reroute(now);
                 String::new()
@@ -1100,10 +1097,7 @@ impl Sim {
     /// Takes a cable down or up, tells the hosts at its ends, and has ECMP reroute.
     fn cable_up(&mut self, now: Time, p: PortId, up: bool) -> String {
         self.fabric.set_cable_up(p, up, now, &mut self.q);
-        // What the link does now: a cable back up stays dead while a switch at its end
-        // is down.
-        let live = self.fabric.ports[p as usize].up;
-        self.notify_hosts(now, p, live);
+        self.notify_hosts(now, p);
         self.schedule_reroute(now);
         String::from(if up { "up" } else { "down" })
     }
@@ -1117,7 +1111,11 @@ impl Sim {
     }
 
     /// A host NIC port at an end of the cable at `p` changed state: its endpoints hear.
-    fn notify_hosts(&mut self, now: Time, p: PortId, up: bool) {
+    fn notify_hosts(&mut self, now: Time, p: PortId) {
+        // The link's state now, not the fault's: a cable back up stays dead while a
+        // switch at its end is down, and a switch back up does not revive a host cable
+        // that failed on its own.
+        let up = self.fabric.ports[p as usize].up;
         for (host, nic) in self.fabric.hosts_on_cable(p) {
             for k in 0..self.host_eps[host as usize].len() {
                 let ep = self.host_eps[host as usize][k];

@@ -545,7 +545,6 @@ fn a_timeout_after_paths_went_silent_resends_on_two_evs() {
 /// off after timing out against the dead port, need not wait for its next timeout.
 #[test]
 fn a_receiver_whose_port_comes_back_up_says_so_at_once() {
-    use fabricsim_transport::Poll;
     use fabricsim_wire::{opcode, Ext};
     let mut p = pair(3);
     p.post(Message { seq: 0, len: 8 * 4096, va: 0, rkey: 1 });
@@ -553,13 +552,7 @@ fn a_receiver_whose_port_comes_back_up_says_so_at_once() {
     assert_eq!(p.received().len(), 1);
     let now = p.now();
     let r = &mut p.eps[1];
-    let drain = |r: &mut AnyEndpoint, t: Time| {
-        std::iter::from_fn(|| match r.poll_transmit(t, 0) {
-            Poll::Send(pkt) => Some(pkt),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-    };
+    let drain = |r: &mut AnyEndpoint, t: Time| util::drain(r, t, 0);
     drain(r, now);
     r.on_port_state(now, 0, false);
     assert!(drain(r, now).is_empty(), "a dead port sends nothing");
@@ -641,20 +634,14 @@ fn a_copy_acknowledged_while_its_plane_was_down_is_not_sent_when_the_plane_retur
     let mut r = SprayResponder::new(info(1, 0), rcfg, Rng::new(6));
     let t0 = Time::ZERO;
     s.post(t0, Message { seq: 0, len: 4 * 4096, va: 0, rkey: 1 });
-    let sent: Vec<Packet> = std::iter::from_fn(|| match s.poll_transmit(t0, 0) {
-        Poll::Send(p) => Some(p),
-        _ => None,
-    })
-    .collect();
+    let sent = util::drain(&mut s, t0, 0);
     assert_eq!(sent.len(), 4, "the whole message goes out at once");
     // Every packet arrives; the receiver's acknowledgements are held back but the
     // first's, which gives the sender its round trip.
     let mut acks = Vec::new();
     for pkt in &sent {
         r.on_packet(t0 + Dur::from_us(2), pkt);
-        while let Poll::Send(a) = r.poll_transmit(t0 + Dur::from_us(2), 0) {
-            acks.push(a);
-        }
+        acks.extend(util::drain(&mut r, t0 + Dur::from_us(2), 0));
     }
     assert_eq!(acks.len(), 4);
     s.on_packet(t0 + Dur::from_us(4), &acks[0]);
@@ -680,17 +667,10 @@ fn a_copy_acknowledged_while_its_plane_was_down_is_not_sent_when_the_plane_retur
 /// read as a round trip as long as the outage and inflate every timer after it.
 #[test]
 fn a_copy_queued_before_an_outage_does_not_inflate_the_round_trip() {
-    use fabricsim_transport::Poll;
     let mut s = MrcSender::new(info(0, 1), cfg(), Time::ZERO, Rng::new(5));
     let rcfg = responder_cfg(None);
     let mut r = SprayResponder::new(info(1, 0), rcfg, Rng::new(6));
-    let drain = |e: &mut dyn Endpoint, t: Time| {
-        std::iter::from_fn(|| match e.poll_transmit(t, 0) {
-            Poll::Send(p) => Some(p),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-    };
+    let drain = |e: &mut dyn Endpoint, t: Time| util::drain(e, t, 0);
     let t0 = Time::ZERO;
     s.post(t0, Message { seq: 0, len: 4 * 4096, va: 0, rkey: 1 });
     let sent = drain(&mut s, t0);

@@ -221,6 +221,15 @@ impl Pair {
     }
 }
 
+/// Everything `e` sends on NIC port `port` at `t`, until it has nothing more.
+pub fn drain(e: &mut dyn Endpoint, t: Time, port: u8) -> Vec<Packet> {
+    std::iter::from_fn(|| match e.poll_transmit(t, port) {
+        Poll::Send(p) => Some(p),
+        _ => None,
+    })
+    .collect()
+}
+
 /// `info` with two NIC ports (planes 0 and 1).
 pub fn info2(local: u32, remote: u32) -> ConnInfo {
     ConnInfo { ports: 2, ..info(local, remote) }
