@@ -362,27 +362,18 @@ impl Fabric {
         }
         if let Some(port) = self.ports.get(p as usize) {
             // The first three lines of a `Port` hold what a hop touches (see its layout).
-            crate::prefetch::lines(port, 3);
+            crate::prefetch::lines(port, crate::port::HOT_LINES);
         }
     }
 
     /// The second prefetch step, for the very next event: its port and packet were
     /// asked for one event earlier ([`prefetch`](Self::prefetch)) and are likely in
-    /// cache, so what they point to can be asked for now: the wire entry and queue
-    /// head the port will read, and, for an arrival at an ECMP switch, the egress port
-    /// the frame will be queued on.
+    /// cache, so what they point to can be asked for now: for an arrival at an ECMP
+    /// switch, the egress port the frame will be queued on.
     #[inline]
     pub fn prefetch_near(&self, ev: &FabricEvent) {
-        let (FabricEvent::TxDone(p) | FabricEvent::Arrive(p, _) | FabricEvent::Pfc(p, ..)) = *ev;
+        let FabricEvent::Arrive(p, _) = *ev else { return };
         let Some(port) = self.ports.get(p as usize) else { return };
-        if let Some(w) = port.wire.front() {
-            crate::prefetch::lines(w, 1);
-        }
-        if port.lazy {
-            if let Some(f) = port.queues[DATA].front() {
-                crate::prefetch::lines(f, 1);
-            }
-        }
         let FabricEvent::Arrive(_, slot) = *ev else { return };
         if port.kind == PortKind::Down || self.cfg.routing != Routing::Ecmp {
             return;
@@ -390,7 +381,7 @@ impl Fabric {
         let node = &self.nodes[port.peer_node as usize];
         if let Some(e) = self.routes.egress(port.peer_node, node.plane, &self.pool.get(slot).net) {
             if let Some(egress) = self.ports.get(e as usize) {
-                crate::prefetch::lines(egress, 2);
+                crate::prefetch::lines(egress, crate::port::HOT_LINES);
             }
         }
     }
@@ -693,9 +684,8 @@ impl Fabric {
         }
         // A frame never overtakes the one before it on the same wire, even if the
         // link's delay was just lowered.
-        if let Some(&(tail, ..)) = port.wire.back() {
-            arrive = arrive.max(tail);
-        }
+        arrive = arrive.max(port.wire_tail);
+        port.wire_tail = arrive;
         port.wire.push_back((arrive, slot, port.downs));
         if port.arrive_pending {
             return None;

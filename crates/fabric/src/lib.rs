@@ -27,6 +27,7 @@ pub mod partition;
 pub mod pool;
 pub mod port;
 mod prefetch;
+mod ring;
 pub mod routing;
 pub mod topology;
 

@@ -158,7 +158,8 @@ impl Fabric {
             Remote::Frame { at, port, pkt, downs } => {
                 let slot = self.pool.alloc(pkt);
                 let wire = &mut self.ports[port as usize];
-                let at = wire.wire.back().map_or(at, |&(tail, ..)| at.max(tail));
+                let at = at.max(wire.wire_tail);
+                wire.wire_tail = at;
                 wire.wire.push_back((at, slot, downs));
                 if !wire.arrive_pending {
                     wire.arrive_pending = true;

@@ -1,13 +1,20 @@
 //! Egress ports: class queues, the transmitter, the link it drives, counters.
 
+use crate::ring::Ring;
 use fabricsim_engine::{Dur, Rate, Rng, Time};
 use fabricsim_wire::TrafficClass;
-use std::collections::VecDeque;
 
 /// Index of a port in its fabric.
 pub type PortId = u32;
 
 const CLASSES: usize = TrafficClass::COUNT;
+/// Frames a class queue keeps inside the port. On benchmark (c) 91 % of data frames
+/// and nearly all control frames joined a queue shorter than this.
+pub(crate) const QUEUE_INLINE: usize = 6;
+/// Frames the wire keeps inside the port. A 1 µs, 100 Gb/s link carrying data one
+/// way and acknowledgements the other holds 5-6 frames at a time; on benchmark (c)
+/// 81 % of frames joined a wire shorter than this.
+pub(crate) const WIRE_INLINE: usize = 8;
 
 /// What a port connects, for naming and per-hop policy (ECN on the last hop).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,7 +41,7 @@ impl PortKind {
 }
 
 /// A frame waiting in a class queue, with what the port needs to know about it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Queued {
     /// Pool slot.
     pub slot: u32,
@@ -108,11 +115,12 @@ pub struct Port {
     /// see "Lazy departures" in [`crate::fabric`]).
     pub(crate) lazy: bool,
 
-    pub(crate) queues: [VecDeque<Queued>; CLASSES],
-
-    /// Frames propagating on the link: `(arrival time at the peer, slot, the link's
-    /// `downs` when the frame started)`, in order.
-    pub(crate) wire: VecDeque<(Time, u32, u8)>,
+    /// The class queues (see [`QUEUE_INLINE`]).
+    pub(crate) queues: [Ring<Queued, QUEUE_INLINE>; CLASSES],
+    /// Arrival time at the peer of the last frame put on the wire (a frame never
+    /// overtakes the one before it), kept here so a transmission need not read the
+    /// wire's back entry.
+    pub(crate) wire_tail: Time,
     /// Whether this port marks ECN.
     pub ecn: bool,
     /// Whether frames this port transmits are captured (pcap).
@@ -128,6 +136,9 @@ pub struct Port {
     /// under another count was on the link when it died, and is lost even if the link
     /// is back up when it would have arrived.
     pub(crate) downs: u8,
+    /// Frames propagating on the link: `(arrival time at the peer, slot, the link's
+    /// `downs` when the frame started)`, in order (see [`WIRE_INLINE`]).
+    pub(crate) wire: Ring<(Time, u32, u8), WIRE_INLINE>,
     /// Counters.
     pub stats: PortStats,
     /// Index of this port within its node (NIC port number on hosts).
@@ -156,10 +167,13 @@ const _: () = {
     use std::mem::{offset_of, size_of};
     assert!(offset_of!(Port, lazy) < 64);
     assert!(offset_of!(Port, queues) == 64);
-    assert!(offset_of!(Port, wire) == 128);
-    assert!(offset_of!(Port, downs) < 192);
-    assert!(offset_of!(Port, stats) + 3 * size_of::<u64>() <= 192);
+    assert!(offset_of!(Port, downs) < offset_of!(Port, wire));
+    assert!(offset_of!(Port, stats) + 3 * size_of::<u64>() <= HOT_LINES * 64);
 };
+
+/// Cache lines at the start of a [`Port`] that hold everything a hop touches (the
+/// prefetch before an event loads them all).
+pub(crate) const HOT_LINES: usize = 8;
 
 impl Port {
     pub(crate) fn new(node: u32, index: u16, kind: PortKind, rate: Rate, delay: Dur, rng: Rng) -> Port {
@@ -189,7 +203,8 @@ impl Port {
             downs: 0,
             cable_up: true,
             paused_since: Time::ZERO,
-            wire: VecDeque::new(),
+            wire: Ring::default(),
+            wire_tail: Time::ZERO,
             arrive_pending: false,
             ingress: [0; CLASSES],
             pause_sent: [false; CLASSES],

@@ -22,7 +22,21 @@ struct Attach {
     leaf: u32,
     /// The leaf's port toward the host.
     down: PortId,
+    /// Dense index of the leaf among leaves (its column in `table`).
+    leaf_index: u32,
 }
+
+/// What a forwarding decision needs of the switch it is made at, in one place.
+#[derive(Clone, Copy, Debug, Default)]
+struct SwitchRoute {
+    /// Where the switch's row starts in `table` (`u32::MAX` for hosts).
+    row: u32,
+    /// ECMP hash seed.
+    seed: u64,
+}
+
+/// Next-hop list lengths fit in the low bits of a `table` entry, its start above.
+const LEN_BITS: u32 = 8;
 
 /// Next-hop tables for all switches.
 #[derive(Clone, Debug, Default)]
@@ -34,20 +48,16 @@ pub struct Routes {
     /// Dense index of each node among switches (`u32::MAX` for hosts).
     switch_index: Vec<u32>,
     nleaves: usize,
-    /// For `(switch_index, leaf_index)`, the index of its next-hop list among its
-    /// switch's lists (`groups[group_base[switch_index] + table[..]]`).
-    table: Vec<u16>,
-    /// Where each switch's lists start in `groups`.
-    group_base: Vec<u32>,
-    /// Distinct next-hop lists of each switch as `(start, len)` into `hops`, the empty
-    /// list first. Most `(switch, leaf)` pairs share a list (an edge switch sends every
-    /// remote leaf's traffic to the same uplinks): a switch has at most a few dozen, so
-    /// the table holds 2-byte indices (82 KB for a 1024-host fat-tree's 41 k pairs,
-    /// against 328 KB of `(start, len)` pairs) and the per-hop lookup stays in cache.
-    groups: Vec<(u32, u32)>,
+    /// Per node: its row in `table` and its hash seed.
+    switches: Vec<SwitchRoute>,
+    /// For `(switch_index, leaf_index)`, its next-hop list in `hops` packed as
+    /// `start << LEN_BITS | len`. Most pairs share a list (an edge switch sends every
+    /// remote leaf's traffic to the same uplinks), so `hops` is small. A hop reads the
+    /// host's attachment, the switch's record, one entry here and one in `hops`: four
+    /// loads in a chain, each a likely cache miss on a large fabric, where indices into
+    /// per-switch list tables (a smaller table) took six.
+    table: Vec<u32>,
     hops: Vec<PortId>,
-    /// Per-switch ECMP hash seed.
-    seeds: Vec<u64>,
 }
 
 impl Routes {
@@ -57,12 +67,12 @@ impl Routes {
         let mut leaf_index = vec![u32::MAX; nodes.len()];
         let mut nswitches = 0u32;
         let mut nleaves = 0u32;
-        let mut seeds = Vec::new();
+        let mut switches = vec![SwitchRoute { row: u32::MAX, seed: 0 }; nodes.len()];
         for (i, n) in nodes.iter().enumerate() {
             if n.kind == NodeKind::Switch {
                 switch_index[i] = nswitches;
                 nswitches += 1;
-                seeds.push(mix64(seed ^ mix64(0xEC3B_0000 + i as u64)));
+                switches[i].seed = mix64(seed ^ mix64(0xEC3B_0000 + i as u64));
                 if n.ports().any(|p| ports[p as usize].kind == PortKind::Down) {
                     leaf_index[i] = nleaves;
                     nleaves += 1;
@@ -74,7 +84,13 @@ impl Routes {
         for n in nodes.iter().filter(|n| n.kind == NodeKind::Host) {
             for p in n.ports() {
                 let down = ports[p as usize].peer;
-                attach.push(Attach { leaf: ports[down as usize].node, down });
+                let leaf = ports[down as usize].node;
+                attach.push(Attach { leaf, down, leaf_index: leaf_index[leaf as usize] });
+            }
+        }
+        for (i, sw) in switches.iter_mut().enumerate() {
+            if switch_index[i] != u32::MAX {
+                sw.row = switch_index[i] * nleaves;
             }
         }
         let mut routes = Routes {
@@ -83,11 +99,9 @@ impl Routes {
             leaf_index,
             switch_index,
             nleaves: nleaves as usize,
+            switches,
             table: vec![0; nswitches as usize * nleaves as usize],
-            group_base: Vec::new(),
-            groups: Vec::new(),
             hops: Vec::new(),
-            seeds,
         };
         routes.fill(nodes, ports);
         routes
@@ -155,30 +169,19 @@ impl Routes {
                 global[si as usize * self.nleaves + li as usize] = group;
             }
         }
-        let mut local = vec![u16::MAX; lists.len()];
-        for (si, row) in global.chunks(self.nleaves.max(1)).enumerate() {
-            let base = self.groups.len();
-            self.group_base.push(base as u32);
-            for (li, &g) in row.iter().enumerate() {
-                if local[g as usize] == u16::MAX {
-                    local[g as usize] =
-                        u16::try_from(self.groups.len() - base).expect("fewer than 65536 next-hop lists per switch");
-                    self.groups.push(lists[g as usize]);
-                }
-                self.table[si * self.nleaves + li] = local[g as usize];
-            }
-            for &g in row {
-                local[g as usize] = u16::MAX;
-            }
+        for (entry, &g) in self.table.iter_mut().zip(&global) {
+            let (start, len) = lists[g as usize];
+            assert!(len < 1 << LEN_BITS && start < 1 << (32 - LEN_BITS), "next-hop tables too large to pack");
+            *entry = start << LEN_BITS | len;
         }
     }
 
-    /// `(start, len)` in `hops` of switch `node`'s next hops toward `leaf`.
+    /// `(start, len)` in `hops` of the next hops at the switch with record `sw` toward
+    /// the leaf with dense index `leaf_index`.
     #[inline]
-    fn list(&self, node: u32, leaf: u32) -> (u32, u32) {
-        let si = self.switch_index[node as usize] as usize;
-        let li = self.leaf_index[leaf as usize] as usize;
-        self.groups[self.group_base[si] as usize + self.table[si * self.nleaves + li] as usize]
+    fn list(&self, sw: SwitchRoute, leaf_index: u32) -> (u32, u32) {
+        let e = self.table[sw.row as usize + leaf_index as usize];
+        (e >> LEN_BITS, e & ((1 << LEN_BITS) - 1))
     }
 
     /// The egress port at switch `node` for a packet with header `net`, or `None` if the
@@ -190,12 +193,13 @@ impl Routes {
         if at.leaf == node {
             return Some(at.down);
         }
-        let (start, len) = self.list(node, at.leaf);
+        let sw = self.switches[node as usize];
+        let (start, len) = self.list(sw, at.leaf_index);
         match len {
             0 => None,
             1 => Some(self.hops[start as usize]),
             _ => {
-                let h = ecmp_hash(self.seeds[self.switch_index[node as usize] as usize], net);
+                let h = ecmp_hash(sw.seed, net);
                 let k = ((h >> 32) * len as u64) >> 32;
                 Some(self.hops[start as usize + k as usize])
             }
@@ -210,7 +214,7 @@ impl Routes {
         if at.leaf == node {
             return std::slice::from_ref(&self.attach[dst as usize * self.nics + nic].down);
         }
-        let (start, len) = self.list(node, at.leaf);
+        let (start, len) = self.list(self.switches[node as usize], at.leaf_index);
         &self.hops[start as usize..(start + len) as usize]
     }
 }

@@ -19,6 +19,11 @@ pub mod responder;
 pub mod rtt;
 pub mod sendbuf;
 
+/// NIC ports (planes) a connection can use: an entropy value holds its plane in 3
+/// bits. Per-plane state is kept in arrays of this size inside the endpoint rather
+/// than behind a pointer, since sends and acknowledgements read it every packet.
+pub const MAX_PLANES: usize = 8;
+
 pub use metrics::{EvState, OooHistogram, PathLog, PathStats};
 pub use recvwin::{Arrival, RecvWindow};
 pub use responder::{SprayResponder, SprayResponderConfig};

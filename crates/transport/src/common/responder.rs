@@ -8,6 +8,7 @@
 //! entropy set for control packets, kept fresh by probes (MRC section 2.4).
 
 use super::recvwin::{Arrival, RecvWindow};
+use super::MAX_PLANES;
 use crate::conn::{AppEvent, ConnInfo, EndpointStats, Message, Poll};
 use crate::Endpoint;
 use fabricsim_engine::{Dur, Rng, Time};
@@ -37,12 +38,12 @@ pub struct SprayResponder {
     cfg: SprayResponderConfig,
     win: RecvWindow,
     /// Control packets waiting, per local NIC port (offset from `first_port`).
-    ctrl: Vec<VecDeque<Packet>>,
+    ctrl: [VecDeque<Packet>; MAX_PLANES],
     /// Bit `p` set while local NIC port `p` is up.
     ports_up: u8,
-    rev_ev: Vec<u32>,
+    rev_ev: [u32; MAX_PLANES],
     /// Per plane, the entropy value of the latest data packet that arrived (0: none).
-    last_data_ev: Vec<u32>,
+    last_data_ev: [u32; MAX_PLANES],
     /// The latest acknowledgement while a duplicate says they are being lost (the
     /// plane it answered, and the packet): repeated once a reverse probe finds a path.
     unheard_ack: Option<(u8, Packet)>,
@@ -53,11 +54,11 @@ pub struct SprayResponder {
     /// Per plane, when duplicates (or a port coming back up) last forced a reverse
     /// probe: one round per probe interval, not one per duplicate (a timeout's resends
     /// arrive as a burst).
-    forced_probe_at: Vec<Time>,
+    forced_probe_at: [Time; MAX_PLANES],
     /// Per plane, rounds of forced reverse probes left after its port came back up
     /// (0: none): repeated until one is answered, as the sender has nothing in flight
     /// that would make us probe again.
-    reprobe: Vec<u8>,
+    reprobe: [u8; MAX_PLANES],
     rng: Rng,
     stats: EndpointStats,
 }
@@ -66,17 +67,21 @@ impl SprayResponder {
     /// A responder for `info`; `rng` picks reverse entropy values.
     pub fn new(info: ConnInfo, cfg: SprayResponderConfig, mut rng: Rng) -> SprayResponder {
         let planes = info.ports as usize;
-        let rev_ev = (0..planes).map(|p| Self::random_ev(&mut rng, info.first_port + p as u8)).collect();
+        assert!(planes <= MAX_PLANES, "{planes} planes: at most {MAX_PLANES}");
+        let mut rev_ev = [0; MAX_PLANES];
+        for (p, ev) in rev_ev[..planes].iter_mut().enumerate() {
+            *ev = Self::random_ev(&mut rng, info.first_port + p as u8);
+        }
         SprayResponder {
             win: RecvWindow::new(info.mtu, cfg.window),
-            ctrl: vec![VecDeque::new(); planes],
+            ctrl: Default::default(),
             ports_up: u8::MAX,
             rev_ev,
-            last_data_ev: vec![0; planes],
+            last_data_ev: [0; MAX_PLANES],
             unheard_ack: None,
             next_rev_probe: Time::ZERO,
-            forced_probe_at: vec![Time::ZERO; planes],
-            reprobe: vec![0; planes],
+            forced_probe_at: [Time::ZERO; MAX_PLANES],
+            reprobe: [0; MAX_PLANES],
             highest: None,
             rng,
             info,
@@ -265,7 +270,9 @@ impl Endpoint for SprayResponder {
             }
             return;
         }
-        if let Some(last) = self.last_data_ev.get_mut((port - self.info.first_port) as usize) {
+        if let Some(last) =
+            self.last_data_ev[..self.info.ports as usize].get_mut((port - self.info.first_port) as usize)
+        {
             *last = pkt.net.entropy();
         }
         let ce = pkt.net.ecn == Ecn::Ce;
@@ -323,7 +330,7 @@ impl Endpoint for SprayResponder {
 
     fn on_timeout(&mut self, now: Time) {
         let Some(gap) = self.reprobe_gap() else { return };
-        for i in 0..self.reprobe.len() {
+        for i in 0..self.info.ports as usize {
             if self.reprobe[i] > 0 && now >= self.forced_probe_at[i] + gap {
                 self.port_up_probes(now, i);
             }
@@ -370,7 +377,10 @@ impl Endpoint for SprayResponder {
     fn post(&mut self, _now: Time, _msg: Message) {}
 
     fn poll_transmit(&mut self, _now: Time, port: u8) -> Poll {
-        match self.ctrl.get_mut((port.wrapping_sub(self.info.first_port)) as usize).and_then(|q| q.pop_front()) {
+        match self.ctrl[..self.info.ports as usize]
+            .get_mut((port.wrapping_sub(self.info.first_port)) as usize)
+            .and_then(|q| q.pop_front())
+        {
             Some(p) => Poll::Send(p),
             None => Poll::Idle,
         }
@@ -378,7 +388,7 @@ impl Endpoint for SprayResponder {
 
     fn poll_timeout(&self) -> Option<Time> {
         let gap = self.reprobe_gap()?;
-        (0..self.reprobe.len()).filter(|&i| self.reprobe[i] > 0).map(|i| self.forced_probe_at[i] + gap).min()
+        (0..self.info.ports as usize).filter(|&i| self.reprobe[i] > 0).map(|i| self.forced_probe_at[i] + gap).min()
     }
 
     fn poll_event(&mut self) -> Option<AppEvent> {

@@ -40,6 +40,10 @@ pub struct PsnRecord {
     pub timed_out: bool,
     /// Times sent.
     pub sends: u16,
+    /// The sender's own index of `ev` in its path table, if it keeps one (set with
+    /// [`SendBuffer::set_slot`]): an acknowledgement echoing `ev` then finds the path's
+    /// state without a lookup by EV.
+    pub slot: u32,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -214,6 +218,13 @@ impl SendBuffer {
         stats.data_sent += 1;
         stats.retransmitted += u64::from(retx);
         pkt
+    }
+
+    /// Sets the path-table index of `psn`'s last send (see [`PsnRecord::slot`]).
+    pub fn set_slot(&mut self, psn: u32, slot: u32) {
+        if let Some(rec) = self.record_mut(psn) {
+            rec.slot = slot;
+        }
     }
 
     /// Records that `psn` (from [`take_next`](Self::take_next)) is being sent now on

@@ -15,7 +15,7 @@
 //! interval (up to `probe_backoff_max`). These numbers are fabricsim's (the paper gives
 //! none; see the README).
 
-use crate::common::{EvState, PathLog, PathStats};
+use crate::common::{EvState, PathLog, PathStats, MAX_PLANES};
 use fabricsim_engine::{Dur, Rng, Time};
 use std::collections::VecDeque;
 
@@ -78,8 +78,6 @@ struct Entry {
     marks: u8,
     marks_since: Time,
     probe: Probe,
-    /// Send time of the newest packet on this EV known to have arrived.
-    delivered_sent: Time,
     /// The entry that took this one's active slot when it was demoted or retired
     /// (`NONE` if none): a resurrected EV takes its slot back (see `probe_answered`).
     replaced_by: u32,
@@ -150,10 +148,18 @@ pub struct EvSets {
     first_port: u8,
     /// Indexed like `entries`.
     hot: Vec<Hot>,
+    /// Per entry, the send time of the newest packet on its EV known to have arrived.
+    /// Apart from `entries` (two cache lines each) because every acknowledgement
+    /// writes it: eight to a line, a sender's whole active set is a few lines.
+    delivered: Vec<Time>,
     entries: Vec<Entry>,
     map: EvMap,
-    active: Vec<Vec<u32>>,
-    rot: Vec<usize>,
+    /// Planes in use (the first `planes` entries of `active` and `rot`).
+    planes: u8,
+    /// Per plane index, the active entries in rotation order. In the struct rather
+    /// than behind a pointer: every send reads its plane's list and rotation point.
+    active: [Vec<u32>; MAX_PLANES],
+    rot: [usize; MAX_PLANES],
     backup: Vec<VecDeque<u32>>,
     /// Per plane, active slots given up because nothing was left to fill them (see
     /// [`retire`](EvSets::retire)); refilled as EVs come back.
@@ -171,14 +177,17 @@ impl EvSets {
     /// Fresh sets over planes `first_port .. first_port + planes`.
     pub fn new(cfg: EvSetConfig, first_port: u8, planes: u8, now: Time, rng: Rng) -> EvSets {
         let n = planes as usize;
+        assert!(n <= MAX_PLANES, "{n} planes: at most {MAX_PLANES}");
         let mut s = EvSets {
             cfg,
             first_port,
             hot: Vec::new(),
+            delivered: Vec::new(),
             entries: Vec::new(),
             map: EvMap::new(),
-            active: vec![Vec::new(); n],
-            rot: vec![0; n],
+            planes,
+            active: Default::default(),
+            rot: [0; MAX_PLANES],
             backup: vec![VecDeque::new(); n],
             empty_slots: vec![0; n],
             retired: Vec::new(),
@@ -230,6 +239,7 @@ impl EvSets {
         };
         let idx = self.entries.len() as u32;
         self.hot.push(Hot { ev, penalty: 0, packets: 0 });
+        self.delivered.push(Time::ZERO);
         self.entries.push(Entry {
             ev,
             plane: p,
@@ -238,7 +248,6 @@ impl EvSets {
             marks: 0,
             marks_since: now,
             probe: Probe { due: Time::MAX, interval: self.cfg.probe_interval, successes: 0, sent: None },
-            delivered_sent: Time::ZERO,
             replaced_by: NONE,
             suspect: false,
             stats: PathStats { ev, ..Default::default() },
@@ -275,16 +284,27 @@ impl EvSets {
     /// A packet sent on `ev` at `sent` arrived (its SACK echoes both).
     pub fn delivered(&mut self, ev: u32, sent: Time) {
         if let Some(i) = self.map.get(ev) {
-            let e = &mut self.entries[i];
-            e.delivered_sent = e.delivered_sent.max(sent);
+            self.delivered_slot(i as u32, sent);
         }
+    }
+
+    /// [`delivered`](Self::delivered) for the EV in `slot` (from
+    /// [`next_slot`](Self::next_slot)), without looking it up.
+    pub fn delivered_slot(&mut self, slot: u32, sent: Time) {
+        let d = &mut self.delivered[slot as usize];
+        *d = (*d).max(sent);
+    }
+
+    /// Whether `slot` (from [`next_slot`](Self::next_slot)) holds `ev`.
+    pub fn slot_holds(&self, slot: u32, ev: u32) -> bool {
+        self.hot.get(slot as usize).is_some_and(|h| h.ev == ev)
     }
 
     /// Whether a packet sent on `ev` after `sent` has arrived. One EV is one path, and
     /// a path delivers its frames in order: if so, a packet sent at `sent` on `ev` that
     /// has not arrived was lost on that path.
     pub fn delivered_after(&self, ev: u32, sent: Time) -> bool {
-        self.map.get(ev).is_some_and(|i| self.entries[i].delivered_sent > sent)
+        self.map.get(ev).is_some_and(|i| self.delivered[i] > sent)
     }
 
     /// Counts a data packet (a retransmission if `retx`) sent on the EV in `slot` (from
@@ -308,7 +328,7 @@ impl EvSets {
 
     /// Active EVs per plane.
     pub fn active_per_plane(&self) -> Vec<usize> {
-        self.active.iter().map(|a| a.len()).collect()
+        self.active[..self.planes as usize].iter().map(|a| a.len()).collect()
     }
 
     /// Whether plane index `p` has an active EV.
@@ -493,7 +513,7 @@ impl EvSets {
 
     /// The most entries the sets may grow to (fresh EVs replacing retired ones).
     fn max_entries(&self) -> usize {
-        let planes = self.active.len() as u32;
+        let planes = self.planes as u32;
         (MAX_GROWTH * (self.cfg.active + self.cfg.backup_per_plane * planes).max(planes)) as usize
     }
 
@@ -540,7 +560,7 @@ impl EvSets {
         self.entries[i as usize].stats.losses += 1;
         if let Some(pos) = self.active[p].iter().position(|&a| a == i) {
             if !self.replace_active(p, pos, now) {
-                let elsewhere: usize = (0..self.active.len())
+                let elsewhere: usize = (0..self.planes as usize)
                     .filter(|&q| q != p && usable & (1 << q) != 0)
                     .map(|q| self.active[q].len())
                     .sum();
@@ -720,7 +740,7 @@ impl EvSets {
     /// state of every active EV that changed since the last drain, as of `now`.
     pub fn drain_log(&mut self, now: Time, out: &mut Vec<PathLog>) {
         out.append(&mut self.log);
-        for list in &self.active {
+        for list in &self.active[..self.planes as usize] {
             for &i in list {
                 let e = &mut self.entries[i as usize];
                 if e.state != e.logged {

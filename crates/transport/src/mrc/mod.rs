@@ -53,7 +53,7 @@ pub mod evset;
 pub use cc::{MrcCc, MrcCcConfig};
 pub use evset::{EvSetConfig, EvSets};
 
-use crate::common::{PathLog, PathStats, PsnRecord, RttEstimator, SendBuffer};
+use crate::common::{PathLog, PathStats, PsnRecord, RttEstimator, SendBuffer, MAX_PLANES};
 use crate::conn::{AppEvent, ConnInfo, EndpointStats, Message, Poll};
 use crate::Endpoint;
 use fabricsim_engine::{Dur, Rng, Time};
@@ -109,7 +109,8 @@ pub struct MrcSender {
     /// probes).
     peer_up: u8,
     /// Packets that go before data, per plane index: probe answers and extra copies.
-    ctrl: Vec<VecDeque<Urgent>>,
+    /// (In the struct: every send checks its plane's queue.)
+    ctrl: [VecDeque<Urgent>; MAX_PLANES],
     lost: Vec<(u32, PsnRecord)>,
     /// RACK losses whose path is not yet known to have lost them: `(psn, ev, sent)`.
     suspects: Vec<(u32, u32, Time)>,
@@ -164,7 +165,7 @@ impl MrcSender {
             rtt: RttEstimator::new(cfg.min_rto, cfg.max_rto).with_initial(cfg.min_rto.max(cfg.base_rtt.mul(4))),
             local_up: u8::MAX,
             peer_up: u8::MAX,
-            ctrl: vec![VecDeque::new(); info.ports as usize],
+            ctrl: Default::default(),
             lost: Vec::new(),
             suspects: Vec::new(),
             plane_lost: [Time::ZERO; 8],
@@ -397,7 +398,8 @@ impl MrcSender {
         for psn in self.buf.live_on_port(port) {
             self.buf.mark_lost(psn);
         }
-        if let Some(q) = self.ctrl.get_mut(port.wrapping_sub(self.info.first_port) as usize) {
+        if let Some(q) = self.ctrl[..self.info.ports as usize].get_mut(port.wrapping_sub(self.info.first_port) as usize)
+        {
             q.retain(|u| matches!(u, Urgent::Reply(_)));
         }
     }
@@ -425,7 +427,16 @@ impl MrcSender {
         let plane = (fabricsim_wire::ev_plane(e.ev) & 7) as usize;
         self.plane_acked[plane] = self.plane_acked[plane].max(Time(e.ts));
         self.plane_heard |= 1 << plane;
-        self.evs.delivered(e.ev, Time(e.ts));
+        // The acknowledged send's record names its EV's slot (only `send` sets a
+        // record's EV, and the slot with it); a copy that came on another EV than the
+        // last send's is looked up.
+        match acked {
+            Some(rec) if rec.ev == e.ev => {
+                debug_assert!(self.evs.slot_holds(rec.slot, e.ev));
+                self.evs.delivered_slot(rec.slot, Time(e.ts))
+            }
+            _ => self.evs.delivered(e.ev, Time(e.ts)),
+        }
         if !self.suspects.is_empty() {
             self.settle_suspects(now, Some(e));
         }
@@ -605,7 +616,7 @@ impl Endpoint for MrcSender {
                 // The receiver tests its reverse path: answer on one of our EVs.
                 let p = fabricsim_wire::ev_plane(pkt.ext.ev);
                 let i = p.wrapping_sub(self.info.first_port);
-                if (i as usize) < self.ctrl.len() {
+                if i < self.info.ports {
                     // On the forward path the receiver saw working, if it names one
                     // of this plane (while our EV set may still hold dead paths).
                     let hint = (pkt.ext.flags & Ext::F_HINT != 0)
@@ -733,6 +744,7 @@ impl Endpoint for MrcSender {
         };
         self.evs.count_send(slot, old.is_some());
         let pkt = self.buf.send(&self.info, psn, ev, port, now, old.is_some(), None, &mut self.stats);
+        self.buf.set_slot(psn, slot);
         self.last_data_send = now;
         if timed_out {
             self.note_deliberate(psn);
