@@ -84,9 +84,11 @@ pub struct PortStats {
 ///
 /// Laid out by access (`repr(C)`, aligned to a cache line; the offsets are checked at
 /// compile time below): line 0 holds what every hop reads (times, rate, queue depths,
-/// ids, kind, event flags), line 1 the class queues, line 2 the wire, the per-transmission
-/// flags (link up, loss, tap) and counters; the RNG, PFC and fault settings follow. A hop thus
-/// touches three lines of its egress port, where the earlier layout touched five.
+/// ids, kind, event flags); then the class queues with their first frames inline, the
+/// wire's tail time and the per-transmission flags (link up, loss, tap), the wire with
+/// its first frames inline, and the per-transmission counters: the first
+/// `HOT_LINES` lines, which the run loop prefetches before an event touches the
+/// port. The RNG, PFC and fault settings follow.
 ///
 /// Both ends of a cable are always up or down together ([`crate::Fabric::set_cable_up`]),
 /// so a port's own `up` says whether its link delivers.
