@@ -149,7 +149,7 @@ pub struct Fabric {
     pub(crate) outbox_min: Option<Time>,
     /// Lazy ports whose far end another partition simulates.
     pub(crate) cross_lazy: Vec<PortId>,
-    routes: Routes,
+    pub(crate) routes: Routes,
     /// Per switch: `(uSID, egress port)` sorted by uSID, the static SRv6 table.
     srv6: Vec<Vec<(u16, PortId)>>,
     /// Per switch: bytes of buffer not reserved as PFC headroom.

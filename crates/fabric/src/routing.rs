@@ -35,9 +35,6 @@ struct SwitchRoute {
     seed: u64,
 }
 
-/// Next-hop list lengths fit in the low bits of a `table` entry, its start above.
-const LEN_BITS: u32 = 8;
-
 /// Next-hop tables for all switches.
 #[derive(Clone, Debug, Default)]
 pub struct Routes {
@@ -51,12 +48,13 @@ pub struct Routes {
     /// Per node: its row in `table` and its hash seed.
     switches: Vec<SwitchRoute>,
     /// For `(switch_index, leaf_index)`, its next-hop list in `hops` packed as
-    /// `start << LEN_BITS | len`. Most pairs share a list (an edge switch sends every
+    /// `start << 32 | len` (a leaf-spine may have 1023 spines, so a length needs more
+    /// than a byte). Most pairs share a list (an edge switch sends every
     /// remote leaf's traffic to the same uplinks), so `hops` is small. A hop reads the
     /// host's attachment, the switch's record, one entry here and one in `hops`: four
     /// loads in a chain, each a likely cache miss on a large fabric, where indices into
     /// per-switch list tables (a smaller table) took six.
-    table: Vec<u32>,
+    table: Vec<u64>,
     hops: Vec<PortId>,
 }
 
@@ -171,8 +169,7 @@ impl Routes {
         }
         for (entry, &g) in self.table.iter_mut().zip(&global) {
             let (start, len) = lists[g as usize];
-            assert!(len < 1 << LEN_BITS && start < 1 << (32 - LEN_BITS), "next-hop tables too large to pack");
-            *entry = start << LEN_BITS | len;
+            *entry = (start as u64) << 32 | len as u64;
         }
     }
 
@@ -181,7 +178,7 @@ impl Routes {
     #[inline]
     fn list(&self, sw: SwitchRoute, leaf_index: u32) -> (u32, u32) {
         let e = self.table[sw.row as usize + leaf_index as usize];
-        (e >> LEN_BITS, e & ((1 << LEN_BITS) - 1))
+        ((e >> 32) as u32, e as u32)
     }
 
     /// The egress port at switch `node` for a packet with header `net`, or `None` if the
@@ -240,4 +237,33 @@ pub fn ecmp_hash(seed: u64, net: &NetHdr) -> u64 {
     let addrs = ((net.src as u64) << 32) | net.dst as u64;
     let l4 = ((net.sport as u64) << 32) | ((ROCEV2_UDP_PORT as u64) << 8) | 17;
     mix64(seed ^ mix64(addrs) ^ l4.rotate_left(17))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Fabric, FabricConfig, LinkParams, TopologySpec};
+    use fabricsim_engine::{Dur, Rate};
+
+    /// A leaf with more uplinks than a byte counts (the validator allows 1023 spines)
+    /// routes over all of them: every spine is a next hop, and ECMP spreads flows over
+    /// many.
+    #[test]
+    fn a_leaf_with_hundreds_of_spines_uses_them_all() {
+        let spines = 300;
+        let spec = TopologySpec::LeafSpine { leaves: 2, spines, hosts_per_leaf: 1 };
+        let links = LinkParams { host_link: Rate::gbps(100), fabric_link: Rate::gbps(100), delay: Dur::from_us(1) };
+        let f = Fabric::new(&spec, &links, FabricConfig::default(), 4200).expect("a valid fabric");
+        let leaf = f.leaf_of(0, 0);
+        let hops = f.next_hops(leaf, 0, 1);
+        assert_eq!(hops.len(), spines as usize);
+        let mut net = fabricsim_wire::NetHdr { src: 0, dst: 1, ..Default::default() };
+        let mut used = std::collections::BTreeSet::new();
+        for sport in 0..2000 {
+            net.sport = sport;
+            let e = f.routes.egress(leaf, 0, &net).expect("a route to host 1");
+            assert!(hops.contains(&e));
+            used.insert(e);
+        }
+        assert!(used.len() > spines as usize / 2, "{} of {spines} spines used", used.len());
+    }
 }
