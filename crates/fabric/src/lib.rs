@@ -27,7 +27,6 @@ pub mod partition;
 pub mod pool;
 pub mod port;
 mod prefetch;
-mod ring;
 pub mod routing;
 pub mod topology;
 

@@ -1,7 +1,6 @@
 //! Egress ports: class queues, the transmitter, the link it drives, counters.
 
-use crate::ring::Ring;
-use fabricsim_engine::{Dur, Rate, Rng, Time};
+use fabricsim_engine::{Dur, Rate, Ring, Rng, Time};
 use fabricsim_wire::TrafficClass;
 
 /// Index of a port in its fabric.

@@ -20,14 +20,13 @@ use crate::ideal::ideal_fct;
 use crate::metrics::{sample_after, Sampler};
 use crate::scenario::{FaultKind, FaultTarget, Scenario};
 use crate::ScenarioError;
-use fabricsim_engine::{Dur, EventQueue, Rng, Time};
+use fabricsim_engine::{Dur, EventQueue, Ring, Rng, Time};
 use fabricsim_fabric::PortId;
 use fabricsim_fabric::{Fabric, FabricEvent, FabricOutput};
 use fabricsim_transport::common::PathLog;
 use fabricsim_transport::{AnyEndpoint, AppEvent, ConnInfo, Endpoint, EndpointStats, Message, Poll};
 use fabricsim_wire::TrafficClass;
 use fabricsim_workload::Plan;
-use std::collections::VecDeque;
 
 /// Every event of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,9 +158,13 @@ struct EpMeta {
 
 #[derive(Clone, Debug, Default)]
 struct NicQueues {
-    ctrl: VecDeque<u32>,
-    data: VecDeque<u32>,
+    ctrl: Ring<u32, NIC_QUEUE_INLINE>,
+    data: Ring<u32, NIC_QUEUE_INLINE>,
 }
+
+/// Endpoints a NIC's queue keeps inline (see [`Ring`]): most hosts have a few
+/// connections, and the queue is read on every packet the NIC sends.
+const NIC_QUEUE_INLINE: usize = 4;
 
 #[derive(Clone, Debug)]
 struct ConnState {

@@ -1,10 +1,11 @@
 //! A FIFO whose first entries live inside its owner.
 //!
-//! A port's class queues and its wire are FIFOs touched on every hop. As `VecDeque`s
-//! their entries sat in a separate heap buffer per queue, one more cache miss per
-//! access on a large fabric that no prefetch could hide (the buffer's address is only
-//! known once the port is loaded): on benchmark (c) the load of a dequeued entry alone
-//! was 9 % of the run time. A [`Ring`] keeps its oldest `N` entries in an inline array,
+//! A port's class queues and its wire, and a NIC's queues of endpoints waiting to
+//! send, are FIFOs touched on every packet. As `VecDeque`s their entries sat in a
+//! separate heap buffer per queue, one more cache miss per access on a large fabric
+//! that no prefetch could hide (the buffer's address is only known once its owner is
+//! loaded): on benchmark (c) the load of a port's dequeued entry alone was 9 % of the
+//! run time. A [`Ring`] keeps its oldest `N` entries in an inline array,
 //! so they arrive with the port's own cache lines, and only entries beyond `N` go to a
 //! heap FIFO behind them (allocated at the first overflow and kept, so a port that
 //! once queued deeply does not allocate again).
@@ -13,7 +14,7 @@ use std::collections::VecDeque;
 
 /// A FIFO of `T` holding its oldest `N` entries inline (`N` at most 255).
 #[derive(Clone, Debug)]
-pub(crate) struct Ring<T: Copy + Default, const N: usize> {
+pub struct Ring<T: Copy + Default, const N: usize> {
     buf: [T; N],
     /// Index in `buf` of the oldest entry.
     head: u8,
@@ -34,7 +35,7 @@ impl<T: Copy + Default, const N: usize> Default for Ring<T, N> {
 
 impl<T: Copy + Default, const N: usize> Ring<T, N> {
     /// Number of entries.
-    #[cfg(test)]
+    #[inline]
     pub fn len(&self) -> usize {
         self.len as usize + self.spilled as usize
     }
