@@ -2,6 +2,7 @@
 
 import errno
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -123,6 +124,20 @@ def test_out_that_cannot_be_created_is_named_in_words_before_the_run(tmp_path, s
         assert p.returncode == 2
         assert p.stderr == f"fabricsim: error: {message}\n"
     assert sorted(x.name for x in tmp_path.iterdir()) == ["afile", "small.toml"]
+
+
+@pytest.mark.skipif(not Path("/proc/self").exists(), reason="needs Linux's /proc")
+def test_out_on_a_file_system_that_takes_no_folders_is_refused_before_the_run(tmp_path, small_toml):
+    # As root, /proc passes the permission check; only making a folder there tells.
+    out = Path("/proc/fabricsim-test-out")
+    p = cli("run", str(small_toml), "--out", str(out), "--quiet")
+    assert p.returncode == 2
+    assert p.stderr.startswith(f"fabricsim: error: --out {out}: cannot create the output folder: ")
+    assert not out.exists()
+    # A writable place is checked the same way and keeps nothing of the check.
+    p = cli("run", str(small_toml), "--out", str(tmp_path / "o"), "--quiet")
+    assert p.returncode == 0, p.stderr
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["o", "small.toml"]
 
 
 def test_a_failed_save_is_named_in_words_and_leaves_nothing(tmp_path, small_toml, monkeypatch, capsys):

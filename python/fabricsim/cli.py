@@ -8,6 +8,7 @@ import os
 import re
 import sys
 import textwrap
+import tempfile
 import time
 from pathlib import Path
 from typing import List, NoReturn, Optional
@@ -106,6 +107,9 @@ def _out_problem(out: Path) -> Optional[str]:
             return f"--out {out}: cannot create the output folder: {parent} is not a directory"
         if not os.access(parent, os.W_OK | os.X_OK):
             return f"--out {out}: cannot create the output folder: permission denied in {parent}"
+        # Permission bits do not tell everything (root, read-only or special file
+        # systems such as /proc): make and remove a folder there to be sure.
+        os.rmdir(tempfile.mkdtemp(prefix=".fabricsim-check-", dir=parent))
     except OSError as e:
         return f"--out {out}: cannot create the output folder: {_reason(e)}"
     return None
