@@ -63,7 +63,7 @@ pub enum FabricEvent {
     Arrive(PortId, u32),
     /// A PFC frame for `class` arrives at egress `port`: pause (`true`) or resume,
     /// sent when the link's `downs` count was the last field.
-    Pfc(PortId, u8, bool, u8),
+    Pfc(PortId, u8, bool, u32),
 }
 
 /// What the fabric reports to the host layer.

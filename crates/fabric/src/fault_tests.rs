@@ -118,3 +118,22 @@ fn a_frame_on_a_link_during_a_short_outage_is_lost() {
     run(&mut f, &mut q, Time(100 * US));
     assert_eq!((f.totals.link_losses, f.totals.delivered), (1, 0));
 }
+
+/// However often the link flaps while a frame is on it: a count of down transitions
+/// kept modulo 256 let a frame through after exactly 256 flaps.
+#[test]
+fn a_frame_on_a_link_that_flaps_256_times_is_lost() {
+    let mut f = fabric(false);
+    let mut q = EventQueue::new();
+    let p = leaf_up(&f);
+    f.nic_send(Time(0), 0, 0, packet(), &mut q);
+    run(&mut f, &mut q, Time(15 * US / 10));
+    f.settle(Time(15 * US / 10));
+    assert_eq!(f.ports[p as usize].wire.len(), 1);
+    for k in 0..256 {
+        f.set_cable_up(p, false, Time(16 * US / 10 + 2 * k), &mut q);
+        f.set_cable_up(p, true, Time(16 * US / 10 + 2 * k + 1), &mut q);
+    }
+    run(&mut f, &mut q, Time(100 * US));
+    assert_eq!((f.totals.link_losses, f.totals.delivered), (1, 0));
+}

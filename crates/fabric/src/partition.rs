@@ -35,7 +35,7 @@ pub enum Remote {
         /// The frame.
         pkt: Packet,
         /// The link's `downs` when the frame started.
-        downs: u8,
+        downs: u32,
     },
     /// A PAUSE (`pause`) or RESUME for `class` reaching egress `port` at `at`.
     Pfc {
@@ -48,7 +48,7 @@ pub enum Remote {
         /// Pause or resume.
         pause: bool,
         /// The link's `downs` when it was sent.
-        downs: u8,
+        downs: u32,
     },
 }
 

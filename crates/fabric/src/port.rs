@@ -133,13 +133,13 @@ pub struct Port {
     /// Whether the far end belongs to another partition (see [`crate::partition`]).
     pub(crate) cross: bool,
     pub(crate) paused: [bool; CLASSES],
-    /// Times the link went down, modulo 256: a frame or PFC frame that started on it
+    /// Times the link went down (wrapping at 2^32): a frame or PFC frame that started on it
     /// under another count was on the link when it died, and is lost even if the link
     /// is back up when it would have arrived.
-    pub(crate) downs: u8,
+    pub(crate) downs: u32,
     /// Frames propagating on the link: `(arrival time at the peer, slot, the link's
     /// `downs` when the frame started)`, in order (see [`WIRE_INLINE`]).
-    pub(crate) wire: Ring<(Time, u32, u8), WIRE_INLINE>,
+    pub(crate) wire: Ring<(Time, u32, u32), WIRE_INLINE>,
     /// Counters.
     pub stats: PortStats,
     /// Index of this port within its node (NIC port number on hosts).
