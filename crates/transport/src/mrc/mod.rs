@@ -89,9 +89,9 @@ pub struct MrcConfig {
 enum Urgent {
     /// An answer to the receiver's probe.
     Reply(Packet),
-    /// An extra copy of a PSN (a silent timeout's second copy, a tail loss probe), on
-    /// the EV of its rotation slot.
-    Copy(Packet, u32),
+    /// An extra copy of a PSN on the EV of its rotation slot: a silent timeout's
+    /// second copy, or a tail loss probe (`true`).
+    Copy(Packet, u32, bool),
 }
 
 /// The sending side of an MRC connection.
@@ -294,13 +294,13 @@ impl MrcSender {
         let mut copy = pkt;
         copy.net.set_entropy(ev);
         copy.ext.ev = ev;
-        self.queue_extra_copy(i, slot, copy);
+        self.queue_extra_copy(i, slot, copy, false);
     }
 
     /// Queues `pkt`, a copy of a PSN beside its recorded send, for plane `i` on the EV
     /// of rotation slot `slot`. It is counted when it leaves (see `next_urgent`).
-    fn queue_extra_copy(&mut self, i: u8, slot: u32, pkt: Packet) {
-        self.ctrl[i as usize].push_back(Urgent::Copy(pkt, slot));
+    fn queue_extra_copy(&mut self, i: u8, slot: u32, pkt: Packet, probe: bool) {
+        self.ctrl[i as usize].push_back(Urgent::Copy(pkt, slot, probe));
     }
 
     /// The next packet that goes before data on plane `i`. A copy waits behind nothing
@@ -312,7 +312,7 @@ impl MrcSender {
         while let Some(u) = self.ctrl[i as usize].pop_front() {
             match u {
                 Urgent::Reply(p) => return Some(p),
-                Urgent::Copy(p, slot) => {
+                Urgent::Copy(p, slot, probe) => {
                     if self.buf.record(p.bth.psn).is_none_or(|r| r.acked || r.lost) {
                         // Acknowledged meanwhile, or found lost and queued for a
                         // retransmission that will carry it.
@@ -320,6 +320,7 @@ impl MrcSender {
                     }
                     self.evs.count_send(slot, true);
                     self.buf.count_extra_copy(p.bth.psn, &mut self.stats);
+                    self.stats.tail_probes += u64::from(probe);
                     return Some(p);
                 }
             }
@@ -373,9 +374,8 @@ impl MrcSender {
         let i = port - self.info.first_port;
         let Some((ev, slot)) = self.evs.next_slot(i, now, Some(rec.ev)) else { return };
         let pkt = self.buf.build(&self.info, psn, ev, now, true);
-        self.stats.tail_probes += 1;
         self.note_deliberate(psn);
-        self.queue_extra_copy(i, slot, pkt);
+        self.queue_extra_copy(i, slot, pkt, true);
     }
 
     /// The peer's NIC port bitmap, from one of its SACKs or reverse probes: a plane it
