@@ -713,6 +713,52 @@ fn a_copy_queued_before_an_outage_does_not_inflate_the_round_trip() {
     );
 }
 
+/// Two planes. A SACK sent before the receiver's port 1 went down arrives after one
+/// sent since (it took a slower path): the older bitmap must not bring plane 1 back.
+/// (The bitmap's epoch tells them apart; without it the sender resent on the dead
+/// plane what it had just moved off it.)
+#[test]
+fn a_sack_overtaken_by_a_later_one_does_not_undo_a_port_down() {
+    use fabricsim_transport::Poll;
+    let mut s = MrcSender::new(util::info2(0, 1), cfg(), Time::ZERO, Rng::new(5));
+    let mut r = SprayResponder::new(util::info2(1, 0), responder_cfg(None), Rng::new(6));
+    let t0 = Time::ZERO;
+    s.post(t0, Message { seq: 0, len: 64 * 4096, va: 0, rkey: 1 });
+    // The NIC serves its two ports in turn.
+    let (mut on0, mut on1) = (Vec::new(), Vec::new());
+    loop {
+        let mut sent = false;
+        for (port, out) in [(0, &mut on0), (1, &mut on1)] {
+            if let Poll::Send(p) = s.poll_transmit(t0, port) {
+                out.push(p);
+                sent = true;
+            }
+        }
+        if !sent {
+            break;
+        }
+    }
+    assert!(!on0.is_empty() && !on1.is_empty(), "both planes carry data");
+    let sacks = |r: &mut SprayResponder, t: Time| {
+        let mut out = util::drain(r, t, 0);
+        out.extend(util::drain(r, t, 1));
+        out
+    };
+    r.on_packet(t0 + Dur::from_us(2), &on0[0]);
+    let old = sacks(&mut r, t0 + Dur::from_us(2));
+    r.on_port_state(t0 + Dur::from_us(3), 1, false);
+    r.on_packet(t0 + Dur::from_us(4), &on0[1]);
+    let new = sacks(&mut r, t0 + Dur::from_us(4));
+    assert_eq!((old.len(), new.len()), (1, 1));
+    assert_eq!((old[0].ext.port_state & 2, new[0].ext.port_state & 2), (2, 0));
+    let t = t0 + Dur::from_us(6);
+    s.on_packet(t, &new[0]);
+    assert!(matches!(s.poll_transmit(t, 1), Poll::Idle), "plane 1 is down at the peer");
+    s.on_packet(t + Dur::from_us(1), &old[0]);
+    let after = s.poll_transmit(t + Dur::from_us(1), 1);
+    assert!(matches!(after, Poll::Idle), "the stale SACK revived plane 1: {after:?}");
+}
+
 /// Two planes. The receiver's port 1 is down from the start (the sender learns it
 /// from the SACKs' port bitmap and stops using plane 1); at 20 us its port 0 goes down
 /// for good; at 100 us port 1 comes back. The SACK announcing it is lost; the eight

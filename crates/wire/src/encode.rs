@@ -56,7 +56,7 @@
 //! # fabricsim EXT header (32 bytes, big-endian)
 //! ```text
 //! 0  ev u32 | 4 cum_psn u32 | 8 ack_psn u32 | 12 flags u8 | 13 port_state u8
-//!   | 14 reserved u16 = 0 | 16 ts u64 (ps) | 24 bitmap u64
+//!   | 14 port_epoch u16 | 16 ts u64 (ps) | 24 bitmap u64
 //! ```
 //! Field meanings are those of [`Ext`].
 //!
@@ -481,7 +481,7 @@ pub fn emit(pkt: &Packet, cfg: &EncodeConfig, out: &mut Vec<u8>) -> Result<usize
         out.extend_from_slice(&e.ack_psn.to_be_bytes());
         out.push(e.flags);
         out.push(e.port_state);
-        out.extend_from_slice(&[0, 0]);
+        out.extend_from_slice(&e.port_epoch.to_be_bytes());
         out.extend_from_slice(&e.ts.to_be_bytes());
         out.extend_from_slice(&e.bitmap.to_be_bytes());
     }
@@ -668,6 +668,7 @@ pub fn parse(bytes: &[u8]) -> Result<Packet, ParseError> {
             ack_psn: be32(bytes, at + 8),
             flags: bytes[at + 12],
             port_state: bytes[at + 13],
+            port_epoch: u16::from_be_bytes([bytes[at + 14], bytes[at + 15]]),
             ts: be64(bytes, at + 16),
             bitmap: be64(bytes, at + 24),
         };
@@ -928,6 +929,7 @@ mod tests {
                 ack_psn: 0x2122_2324,
                 flags: 0x31,
                 port_state: 0x32,
+                port_epoch: 0x3334,
                 ts: 0x4142_4344_4546_4748,
                 bitmap: 0x5152_5354_5556_5758,
             },
@@ -938,7 +940,7 @@ mod tests {
         assert_eq!(out[BTH_AT + 8], 0, "EXT is standard for fabricsim opcodes");
         assert_eq!(
             out[BTH_AT + BTH_BYTES..BTH_AT + BTH_BYTES + 32],
-            hex("01020304 11121314 21222324 31 32 0000 4142434445464748 5152535455565758")[..]
+            hex("01020304 11121314 21222324 31 32 3334 4142434445464748 5152535455565758")[..]
         );
     }
 
@@ -1060,13 +1062,14 @@ mod tests {
             .prop_map(|(opcode, ack_req, dest_qp, psn)| Bth { opcode, ack_req, dest_qp, psn });
         let reth = (any::<u64>(), any::<u32>(), any::<u32>()).prop_map(|(va, rkey, len)| Reth { va, rkey, len });
         let aeth = (any::<u8>(), 0u32..1 << 24).prop_map(|(syndrome, msn)| Aeth { syndrome, msn });
-        let ext = (any::<(u32, u32, u32, u8, u8, u64, u64)>()).prop_map(
-            |(ev, cum_psn, ack_psn, flags, port_state, ts, bitmap)| Ext {
+        let ext = (any::<(u32, u32, u32, u8, u8, u16, u64, u64)>()).prop_map(
+            |(ev, cum_psn, ack_psn, flags, port_state, port_epoch, ts, bitmap)| Ext {
                 ev,
                 cum_psn,
                 ack_psn,
                 flags,
                 port_state,
+                port_epoch,
                 ts,
                 bitmap,
             },

@@ -254,7 +254,8 @@ impl Aeth {
 ///   received (so every PSN's state is repeated in the next 64 SACKs and one lost SACK
 ///   loses nothing), `ev` = entropy value the data came on, `ts` = its timestamp
 ///   echoed, `flags` see the `F_*` constants, `port_state` = bit *p* set while the
-///   sender's NIC port *p* is up (MRC).
+///   sender's NIC port *p* is up (MRC), `port_epoch` = how many times that bitmap has
+///   changed (wrapping), so that a SACK overtaken by a later one does not undo it.
 /// * `X_PROBE`/`X_PROBE_REPLY`: `ev` = the entropy value under test, `ts` = the probe's
 ///   send time (echoed); a receiver's reverse probe with [`Ext::F_HINT`] names in
 ///   `bitmap` the forward entropy value its reply should take.
@@ -270,6 +271,9 @@ pub struct Ext {
     pub flags: u8,
     /// Bitmap of NIC ports that are up at the sender of this packet.
     pub port_state: u8,
+    /// Changes of `port_state` at the sender so far (wrapping): a newer bitmap has a
+    /// larger epoch.
+    pub port_epoch: u16,
     /// Timestamp in picoseconds (sent, or echoed).
     pub ts: u64,
     /// SACK bitmap above `cum_psn`.

@@ -59,7 +59,16 @@ fn packets() -> Vec<Packet> {
         net: control,
         bth: Bth { opcode: opcode::X_SACK, ack_req: false, dest_qp: 0x22, psn: 103 },
         hdrs: hdr::EXT,
-        ext: Ext { ev: 0x0001_C123, cum_psn: 101, ack_psn: 103, flags: 0, port_state: 1, ts: 5_000_000, bitmap: 0b10 },
+        ext: Ext {
+            ev: 0x0001_C123,
+            cum_psn: 101,
+            ack_psn: 103,
+            flags: 0,
+            port_state: 1,
+            port_epoch: 0,
+            ts: 5_000_000,
+            bitmap: 0b10,
+        },
         ..Default::default()
     };
     vec![first, middle, multipath, trimmed, ack(Aeth::ACK, 101), ack(Aeth::NAK_SEQ_ERR, 102), cnp, sack]

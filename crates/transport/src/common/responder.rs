@@ -41,6 +41,8 @@ pub struct SprayResponder {
     ctrl: [VecDeque<Packet>; MAX_PLANES],
     /// Bit `p` set while local NIC port `p` is up.
     ports_up: u8,
+    /// Changes of `ports_up` so far (wrapping), sent with it ([`Ext::port_epoch`]).
+    port_epoch: u16,
     rev_ev: [u32; MAX_PLANES],
     /// Per plane, the entropy value of the latest data packet that arrived (0: none).
     last_data_ev: [u32; MAX_PLANES],
@@ -76,6 +78,7 @@ impl SprayResponder {
             win: RecvWindow::new(info.mtu, cfg.window),
             ctrl: Default::default(),
             ports_up: u8::MAX,
+            port_epoch: 0,
             rev_ev,
             last_data_ev: [0; MAX_PLANES],
             unheard_ack: None,
@@ -140,6 +143,7 @@ impl SprayResponder {
         pkt.net.set_entropy(ev);
         pkt.net.src_port = port;
         pkt.ext.port_state = self.ports_up;
+        pkt.ext.port_epoch = self.port_epoch;
         self.stats.control_sent += 1;
         self.ctrl[(port - self.info.first_port) as usize].push_back(pkt);
     }
@@ -214,6 +218,7 @@ impl SprayResponder {
             }
             probe.net.src_port = port;
             probe.ext.port_state = self.ports_up;
+            probe.ext.port_epoch = self.port_epoch;
             self.stats.control_sent += 1;
             self.ctrl[(port - self.info.first_port) as usize].push_back(probe);
         }
@@ -338,6 +343,9 @@ impl Endpoint for SprayResponder {
     }
 
     fn on_port_state(&mut self, now: Time, port: u8, up: bool) {
+        if (self.ports_up & (1 << port) != 0) != up {
+            self.port_epoch = self.port_epoch.wrapping_add(1);
+        }
         if up {
             let was_down = self.ports_up & (1 << port) == 0;
             self.ports_up |= 1 << port;

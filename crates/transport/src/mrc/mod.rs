@@ -108,6 +108,9 @@ pub struct MrcSender {
     /// Bit `p` set while the peer's NIC port `p` is up (from its SACKs and reverse
     /// probes).
     peer_up: u8,
+    /// The epoch of the peer's port bitmap in `peer_up` ([`Ext::port_epoch`]): an older
+    /// one, from a SACK a later one overtook on another path, is ignored.
+    peer_epoch: u16,
     /// Packets that go before data, per plane index: probe answers and extra copies.
     /// (In the struct: every send checks its plane's queue.)
     ctrl: [VecDeque<Urgent>; MAX_PLANES],
@@ -165,6 +168,7 @@ impl MrcSender {
             rtt: RttEstimator::new(cfg.min_rto, cfg.max_rto).with_initial(cfg.min_rto.max(cfg.base_rtt.mul(4))),
             local_up: u8::MAX,
             peer_up: u8::MAX,
+            peer_epoch: 0,
             ctrl: Default::default(),
             lost: Vec::new(),
             suspects: Vec::new(),
@@ -380,7 +384,11 @@ impl MrcSender {
 
     /// The peer's NIC port bitmap, from one of its SACKs or reverse probes: a plane it
     /// lost is a plane we must stop using, and one it got back is usable again.
-    fn learn_peer_ports(&mut self, port_state: u8) {
+    fn learn_peer_ports(&mut self, port_state: u8, epoch: u16) {
+        if (epoch.wrapping_sub(self.peer_epoch) as i16) < 0 {
+            return;
+        }
+        self.peer_epoch = epoch;
         let changed = (self.peer_up ^ port_state) & self.plane_mask();
         self.peer_up = (self.peer_up & !self.plane_mask()) | (port_state & self.plane_mask());
         for p in 0..8u8 {
@@ -492,7 +500,7 @@ impl MrcSender {
                 self.evs.on_ecn(e.ev, now);
             }
         }
-        self.learn_peer_ports(e.port_state);
+        self.learn_peer_ports(e.port_state, e.port_epoch);
         let reo = self.reo();
         self.buf.rack(reo, &mut self.lost);
         self.note_plane_losses();
@@ -612,7 +620,7 @@ impl Endpoint for MrcSender {
                 // came back, they may be all that reaches us (the SACK announcing it
                 // can be lost), and a plane still marked down would never be used,
                 // nor our answer on it sent.
-                self.learn_peer_ports(pkt.ext.port_state);
+                self.learn_peer_ports(pkt.ext.port_state, pkt.ext.port_epoch);
                 // The receiver tests its reverse path: answer on one of our EVs.
                 let p = fabricsim_wire::ev_plane(pkt.ext.ev);
                 let i = p.wrapping_sub(self.info.first_port);
