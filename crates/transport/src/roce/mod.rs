@@ -5,9 +5,8 @@
 //! dropped and answered with one NAK (sequence error) carrying the expected PSN, and
 //! the requester goes back to it. ACKs are cumulative (the BTH PSN of an ACK is the
 //! last PSN received in order). A retransmission timeout without progress also goes
-//! back to the first unacknowledged PSN. Timeouts and NAK go-backs are retries: after
-//! more than `retry_limit` of them without progress the QP fails, as an InfiniBand QP
-//! does when its retry count is exhausted (IBA 1.2, 12.7.38 counts both).
+//! back to the first unacknowledged PSN; after `retry_limit` timeouts in a row the QP
+//! fails, as an InfiniBand QP does when its retry count is exhausted.
 //!
 //! Congestion control is DCQCN ([`dcqcn`]): switches mark ECN, the responder turns
 //! marks into CNPs (at most one per `cnp_interval`), the requester cuts its rate.
@@ -29,8 +28,7 @@ pub struct RoceConfig {
     pub ack_interval: u32,
     /// Retransmission timeout: go back to the first unacknowledged PSN.
     pub rto: Dur,
-    /// Retries (timeouts and sequence-error NAKs) in a row without progress before
-    /// the QP fails.
+    /// Timeouts in a row without progress before the QP fails.
     pub retry_limit: u32,
     /// The responder repeats a NAK for the same missing PSN at most this often.
     pub nak_interval: Dur,

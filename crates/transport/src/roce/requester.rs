@@ -143,18 +143,6 @@ impl RoceRequester {
         self.restart_rto(now);
     }
 
-    /// Counts a retry (a timeout or a sequence-error NAK); fails the QP, and says so,
-    /// once more than `retry_limit` came without progress.
-    fn retry(&mut self) -> bool {
-        self.retries += 1;
-        if self.retries > self.cfg.retry_limit {
-            self.failed = true;
-            self.timers.stop(RTO);
-            self.events.push_back(AppEvent::Failed);
-        }
-        self.failed
-    }
-
     /// Runs the retransmission timer from `now` while packets are in flight, and
     /// stops it otherwise: with everything sent acknowledged there is nothing to time
     /// out (data the pacer holds back, or none left), and a timer left running then
@@ -184,14 +172,6 @@ impl Endpoint for RoceRequester {
                     // arrived; resend from it.
                     self.acknowledge(now, pkt.bth.psn);
                     if pkt.bth.psn >= self.snd_una && pkt.bth.psn < self.snd_nxt {
-                        // A go-back is a retry, as a timeout is: InfiniBand counts
-                        // sequence-error NAKs against the same retry count (IBA 1.2,
-                        // 12.7.38), which progress resets. Else a PSN lost on every
-                        // resend was retried for ever while the responder's NAKs
-                        // kept coming (each stops the timer before it fires).
-                        if self.retry() {
-                            return;
-                        }
                         // Go back. Nothing is in flight until the resend, which starts
                         // the timer. (A stale NAK, from before an acknowledgement that
                         // covers it, changes nothing.)
@@ -220,7 +200,10 @@ impl Endpoint for RoceRequester {
         }
         if self.timers.expired(RTO, now) && !self.failed {
             self.stats.timeouts += 1;
-            if self.retry() {
+            self.retries += 1;
+            if self.retries > self.cfg.retry_limit {
+                self.failed = true;
+                self.events.push_back(AppEvent::Failed);
                 return;
             }
             // Go back; the resend starts the timer again.
