@@ -133,6 +133,7 @@ def test_out_on_a_file_system_that_takes_no_folders_is_refused_before_the_run(tm
     p = cli("run", str(small_toml), "--out", str(out), "--quiet")
     assert p.returncode == 2
     assert p.stderr.startswith(f"fabricsim: error: --out {out}: cannot create the output folder: ")
+    assert "/proc " in p.stderr  # as root: takes no new folder; else: permission denied
     assert not out.exists()
     # A writable place is checked the same way and keeps nothing of the check.
     p = cli("run", str(small_toml), "--out", str(tmp_path / "o"), "--quiet")

@@ -92,7 +92,8 @@ def _reason(e: OSError) -> str:
 
 def _out_problem(out: Path) -> Optional[str]:
     """Why results could not be written to ``out``, found before the run so that its time
-    is not wasted; nothing is created (the folder appears only when the run is saved)."""
+    is not wasted; nothing is left behind (the folder appears only when the run is saved;
+    a probe folder is made and removed beside it)."""
     try:
         if out.exists() and not out.is_dir():
             return f"--out: {out} already exists and is not a folder; choose a new folder"
@@ -109,7 +110,10 @@ def _out_problem(out: Path) -> Optional[str]:
             return f"--out {out}: cannot create the output folder: permission denied in {parent}"
         # Permission bits do not tell everything (root, read-only or special file
         # systems such as /proc): make and remove a folder there to be sure.
-        os.rmdir(tempfile.mkdtemp(prefix=".fabricsim-check-", dir=parent))
+        try:
+            os.rmdir(tempfile.mkdtemp(prefix=".fabricsim-check-", dir=parent))
+        except OSError as e:
+            return f"--out {out}: cannot create the output folder: {parent} takes no new folder ({_reason(e)})"
     except OSError as e:
         return f"--out {out}: cannot create the output folder: {_reason(e)}"
     return None
