@@ -101,18 +101,24 @@ fn a_switch_restart_does_not_revive_a_failed_cable() {
     assert!(f.ports[p as usize].up && f.ports[f.ports[p as usize].peer as usize].up);
 }
 
-/// A frame on a link while it is down is lost, even if the link is back up by the
-/// time the frame would have arrived.
-#[test]
-fn a_frame_on_a_link_during_a_short_outage_is_lost() {
+/// A lossy fabric with one frame on host 0's leaf uplink `p` (started at about
+/// 1.33 us, arriving at about 2.66 us), at 1.5 us: `(fabric, queue, p)`.
+fn frame_on_leaf_uplink() -> (Fabric, EventQueue<FabricEvent>, PortId) {
     let mut f = fabric(false);
     let mut q = EventQueue::new();
     let p = leaf_up(&f);
     f.nic_send(Time(0), 0, 0, packet(), &mut q);
-    // The leaf starts it on its uplink at about 1.33 us; it arrives at about 2.66 us.
     run(&mut f, &mut q, Time(15 * US / 10));
     f.settle(Time(15 * US / 10));
     assert_eq!(f.ports[p as usize].wire.len(), 1);
+    (f, q, p)
+}
+
+/// A frame on a link while it is down is lost, even if the link is back up by the
+/// time the frame would have arrived.
+#[test]
+fn a_frame_on_a_link_during_a_short_outage_is_lost() {
+    let (mut f, mut q, p) = frame_on_leaf_uplink();
     f.set_cable_up(p, false, Time(16 * US / 10), &mut q);
     f.set_cable_up(p, true, Time(17 * US / 10), &mut q);
     run(&mut f, &mut q, Time(100 * US));
@@ -123,13 +129,7 @@ fn a_frame_on_a_link_during_a_short_outage_is_lost() {
 /// kept modulo 256 let a frame through after exactly 256 flaps.
 #[test]
 fn a_frame_on_a_link_that_flaps_256_times_is_lost() {
-    let mut f = fabric(false);
-    let mut q = EventQueue::new();
-    let p = leaf_up(&f);
-    f.nic_send(Time(0), 0, 0, packet(), &mut q);
-    run(&mut f, &mut q, Time(15 * US / 10));
-    f.settle(Time(15 * US / 10));
-    assert_eq!(f.ports[p as usize].wire.len(), 1);
+    let (mut f, mut q, p) = frame_on_leaf_uplink();
     for k in 0..256 {
         f.set_cable_up(p, false, Time(16 * US / 10 + 2 * k), &mut q);
         f.set_cable_up(p, true, Time(16 * US / 10 + 2 * k + 1), &mut q);
