@@ -713,23 +713,18 @@ fn a_copy_queued_before_an_outage_does_not_inflate_the_round_trip() {
     );
 }
 
-/// Two planes. A SACK sent before the receiver's port 1 went down arrives after one
-/// sent since (it took a slower path): the older bitmap must not bring plane 1 back.
-/// (The bitmap's epoch tells them apart; without it the sender resent on the dead
-/// plane what it had just moved off it.)
-#[test]
-fn a_sack_overtaken_by_a_later_one_does_not_undo_a_port_down() {
+/// A two-plane sender with a message out on both planes (its NIC serving the two
+/// ports in turn) and its receiver: `(sender, receiver, sent on plane 0)`.
+fn two_planes_under_way() -> (MrcSender, SprayResponder, Vec<Packet>) {
     use fabricsim_transport::Poll;
     let mut s = MrcSender::new(util::info2(0, 1), cfg(), Time::ZERO, Rng::new(5));
-    let mut r = SprayResponder::new(util::info2(1, 0), responder_cfg(None), Rng::new(6));
-    let t0 = Time::ZERO;
-    s.post(t0, Message { seq: 0, len: 64 * 4096, va: 0, rkey: 1 });
-    // The NIC serves its two ports in turn.
+    let r = SprayResponder::new(util::info2(1, 0), responder_cfg(None), Rng::new(6));
+    s.post(Time::ZERO, Message { seq: 0, len: 64 * 4096, va: 0, rkey: 1 });
     let (mut on0, mut on1) = (Vec::new(), Vec::new());
     loop {
         let mut sent = false;
         for (port, out) in [(0, &mut on0), (1, &mut on1)] {
-            if let Poll::Send(p) = s.poll_transmit(t0, port) {
+            if let Poll::Send(p) = s.poll_transmit(Time::ZERO, port) {
                 out.push(p);
                 sent = true;
             }
@@ -738,25 +733,67 @@ fn a_sack_overtaken_by_a_later_one_does_not_undo_a_port_down() {
             break;
         }
     }
-    assert!(!on0.is_empty() && !on1.is_empty(), "both planes carry data");
-    let sacks = |r: &mut SprayResponder, t: Time| {
-        let mut out = util::drain(r, t, 0);
-        out.extend(util::drain(r, t, 1));
-        out
-    };
-    r.on_packet(t0 + Dur::from_us(2), &on0[0]);
-    let old = sacks(&mut r, t0 + Dur::from_us(2));
+    assert!(on0.len() >= 3 && !on1.is_empty(), "both planes carry data");
+    (s, r, on0)
+}
+
+/// What the receiver sends on both its ports after taking `pkt` at `t`.
+fn answer(r: &mut SprayResponder, pkt: &Packet, t: Time) -> Vec<Packet> {
+    r.on_packet(t, pkt);
+    let mut out = util::drain(r, t, 0);
+    out.extend(util::drain(r, t, 1));
+    out
+}
+
+/// Two planes. A SACK sent before the receiver's port 1 went down arrives after one
+/// sent since (it took a slower path): the older bitmap must not bring plane 1 back.
+/// (The bitmap's epoch tells them apart; without it the sender resent on the dead
+/// plane what it had just moved off it.)
+#[test]
+fn a_sack_overtaken_by_a_later_one_does_not_undo_a_port_down() {
+    use fabricsim_transport::Poll;
+    let (mut s, mut r, on0) = two_planes_under_way();
+    let t0 = Time::ZERO;
+    let old = answer(&mut r, &on0[0], t0 + Dur::from_us(2));
     r.on_port_state(t0 + Dur::from_us(3), 1, false);
-    r.on_packet(t0 + Dur::from_us(4), &on0[1]);
-    let new = sacks(&mut r, t0 + Dur::from_us(4));
+    let new = answer(&mut r, &on0[1], t0 + Dur::from_us(4));
     assert_eq!((old.len(), new.len()), (1, 1));
     assert_eq!((old[0].ext.port_state & 2, new[0].ext.port_state & 2), (2, 0));
     let t = t0 + Dur::from_us(6);
     s.on_packet(t, &new[0]);
-    assert!(matches!(s.poll_transmit(t, 1), Poll::Idle), "plane 1 is down at the peer");
+    assert_eq!(s.peer_ports() & 2, 0, "plane 1 is down at the peer");
+    assert!(matches!(s.poll_transmit(t, 1), Poll::Idle));
     s.on_packet(t + Dur::from_us(1), &old[0]);
+    assert_eq!(s.peer_ports() & 2, 0, "the stale SACK revived plane 1");
     let after = s.poll_transmit(t + Dur::from_us(1), 1);
-    assert!(matches!(after, Poll::Idle), "the stale SACK revived plane 1: {after:?}");
+    assert!(matches!(after, Poll::Idle), "and the sender used it: {after:?}");
+}
+
+/// The bitmap's 16-bit epoch wraps: after 16384 flaps of the receiver's port 1 that
+/// the sender never heard of (32768 changes), the bitmap announcing the port back
+/// must still be taken, not read as older than the last one applied (which froze
+/// plane 1 out for good; found by a review).
+#[test]
+fn a_port_back_after_its_epoch_wrapped_is_learned() {
+    use fabricsim_transport::Poll;
+    let (mut s, mut r, on0) = two_planes_under_way();
+    let t0 = Time::ZERO;
+    r.on_port_state(t0 + Dur::from_us(1), 1, false);
+    let down = answer(&mut r, &on0[0], t0 + Dur::from_us(2));
+    s.on_packet(t0 + Dur::from_us(4), &down[0]);
+    assert_eq!(s.peer_ports() & 2, 0);
+    for k in 0..16_384u64 {
+        r.on_port_state(t0 + Dur::from_ns(10 + 200 * k), 1, true);
+        r.on_port_state(t0 + Dur::from_ns(110 + 200 * k), 1, false);
+    }
+    let back = t0 + Dur::from_ms(4);
+    r.on_port_state(back, 1, true);
+    let Poll::Send(fresh) = s.poll_transmit(back, 0) else { panic!("something to send on plane 0") };
+    let up = answer(&mut r, &fresh, back);
+    let sack = up.iter().find(|p| p.ext.port_state & 2 != 0).expect("a SACK saying port 1 is up");
+    assert_eq!(sack.ext.port_epoch, 32_770);
+    s.on_packet(back + Dur::from_us(2), sack);
+    assert_eq!(s.peer_ports() & 2, 2, "plane 1 stayed out");
 }
 
 /// Two planes. The receiver's port 1 is down from the start (the sender learns it

@@ -111,6 +111,8 @@ pub struct MrcSender {
     /// The epoch of the peer's port bitmap in `peer_up` ([`Ext::port_epoch`]): an older
     /// one, from a SACK a later one overtook on another path, is ignored.
     peer_epoch: u16,
+    /// When `peer_epoch` was applied.
+    peer_epoch_at: Time,
     /// Packets that go before data, per plane index: probe answers and extra copies.
     /// (In the struct: every send checks its plane's queue.)
     ctrl: [VecDeque<Urgent>; MAX_PLANES],
@@ -169,6 +171,7 @@ impl MrcSender {
             local_up: u8::MAX,
             peer_up: u8::MAX,
             peer_epoch: 0,
+            peer_epoch_at: Time::ZERO,
             ctrl: Default::default(),
             lost: Vec::new(),
             suspects: Vec::new(),
@@ -199,6 +202,11 @@ impl MrcSender {
     fn reo(&self) -> Dur {
         let w = self.cfg.reo.mul(self.reo_mult as u64);
         self.rtt.srtt().map_or(w, |s| w.min(s.max(self.cfg.reo)))
+    }
+
+    /// The peer's NIC port bitmap as this sender knows it (bit `p`: port `p` up).
+    pub fn peer_ports(&self) -> u8 {
+        self.peer_up
     }
 
     /// The EV sets (for inspection).
@@ -384,11 +392,18 @@ impl MrcSender {
 
     /// The peer's NIC port bitmap, from one of its SACKs or reverse probes: a plane it
     /// lost is a plane we must stop using, and one it got back is usable again.
-    fn learn_peer_ports(&mut self, port_state: u8, epoch: u16) {
-        if (epoch.wrapping_sub(self.peer_epoch) as i16) < 0 {
+    ///
+    /// A bitmap older than the one last applied, within a retransmission timeout of
+    /// applying it, is ignored: it was overtaken in flight. Later than that an "older"
+    /// epoch is taken as it comes: the 16-bit count may have wrapped while nothing got
+    /// through (a link flapping tens of thousands of times), and refusing it could
+    /// freeze the bitmap for good.
+    fn learn_peer_ports(&mut self, now: Time, port_state: u8, epoch: u16) {
+        let older = (epoch.wrapping_sub(self.peer_epoch) as i16) < 0;
+        if older && now < self.peer_epoch_at + self.rtt.rto() {
             return;
         }
-        self.peer_epoch = epoch;
+        (self.peer_epoch, self.peer_epoch_at) = (epoch, now);
         let changed = (self.peer_up ^ port_state) & self.plane_mask();
         self.peer_up = (self.peer_up & !self.plane_mask()) | (port_state & self.plane_mask());
         for p in 0..8u8 {
@@ -500,7 +515,7 @@ impl MrcSender {
                 self.evs.on_ecn(e.ev, now);
             }
         }
-        self.learn_peer_ports(e.port_state, e.port_epoch);
+        self.learn_peer_ports(now, e.port_state, e.port_epoch);
         let reo = self.reo();
         self.buf.rack(reo, &mut self.lost);
         self.note_plane_losses();
@@ -620,7 +635,7 @@ impl Endpoint for MrcSender {
                 // came back, they may be all that reaches us (the SACK announcing it
                 // can be lost), and a plane still marked down would never be used,
                 // nor our answer on it sent.
-                self.learn_peer_ports(pkt.ext.port_state, pkt.ext.port_epoch);
+                self.learn_peer_ports(now, pkt.ext.port_state, pkt.ext.port_epoch);
                 // The receiver tests its reverse path: answer on one of our EVs.
                 let p = fabricsim_wire::ev_plane(pkt.ext.ev);
                 let i = p.wrapping_sub(self.info.first_port);
