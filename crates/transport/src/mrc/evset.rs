@@ -150,7 +150,7 @@ pub struct EvSets {
     hot: Vec<Hot>,
     /// Per entry, the send time of the newest packet on its EV known to have arrived.
     /// Apart from `entries` (two cache lines each) because every acknowledgement
-    /// writes it: eight to a line, a sender's whole active set is a few lines.
+    /// writes it: eight to a cache line here.
     delivered: Vec<Time>,
     entries: Vec<Entry>,
     map: EvMap,
