@@ -361,7 +361,7 @@ impl Fabric {
             self.pool.prefetch(slot);
         }
         if let Some(port) = self.ports.get(p as usize) {
-            // The first three lines of a `Port` hold what a hop touches (see its layout).
+            // A `Port`'s first lines hold what a hop touches (see its layout).
             crate::prefetch::lines(port, crate::port::HOT_LINES);
         }
     }
@@ -372,9 +372,8 @@ impl Fabric {
     /// switch, the egress port the frame will be queued on.
     #[inline]
     pub fn prefetch_near(&self, ev: &FabricEvent) {
-        let FabricEvent::Arrive(p, _) = *ev else { return };
+        let FabricEvent::Arrive(p, slot) = *ev else { return };
         let Some(port) = self.ports.get(p as usize) else { return };
-        let FabricEvent::Arrive(_, slot) = *ev else { return };
         if port.kind == PortKind::Down || self.cfg.routing != Routing::Ecmp {
             return;
         }
@@ -673,7 +672,7 @@ impl Fabric {
             self.pool.free(slot);
             return None;
         }
-        let mut arrive = port.busy_until + port.delay + port.extra_delay;
+        let arrive = port.busy_until + port.delay + port.extra_delay;
         if port.cross {
             // The far end is another partition's: the frame travels through the outbox
             // onto that partition's copy of this wire.
@@ -682,11 +681,7 @@ impl Fabric {
             self.pool.free(slot);
             return None;
         }
-        // A frame never overtakes the one before it on the same wire, even if the
-        // link's delay was just lowered.
-        arrive = arrive.max(port.wire_tail);
-        port.wire_tail = arrive;
-        port.wire.push_back((arrive, slot, port.downs));
+        let arrive = port.onto_wire(arrive, slot, port.downs);
         if port.arrive_pending {
             return None;
         }

@@ -158,9 +158,7 @@ impl Fabric {
             Remote::Frame { at, port, pkt, downs } => {
                 let slot = self.pool.alloc(pkt);
                 let wire = &mut self.ports[port as usize];
-                let at = at.max(wire.wire_tail);
-                wire.wire_tail = at;
-                wire.wire.push_back((at, slot, downs));
+                let at = wire.onto_wire(at, slot, downs);
                 if !wire.arrive_pending {
                     wire.arrive_pending = true;
                     q.push(at, E::from(FabricEvent::Arrive(port, slot)));

@@ -259,6 +259,17 @@ impl Port {
         self.lossy = loss > 0.0 || ev_loss.is_some();
     }
 
+    /// Appends the frame in `slot`, due at the peer at `at`, to the wire, and returns
+    /// when it arrives: never before the frame ahead of it, even if the link's delay
+    /// was just lowered. `downs` is the link's down count when the frame started.
+    #[inline]
+    pub(crate) fn onto_wire(&mut self, at: Time, slot: u32, downs: u32) -> Time {
+        let at = at.max(self.wire_tail);
+        self.wire_tail = at;
+        self.wire.push_back((at, slot, downs));
+        at
+    }
+
     /// The highest class with a queued frame that may be sent now.
     #[inline]
     pub(crate) fn eligible_class(&self) -> Option<usize> {
