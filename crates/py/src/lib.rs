@@ -6,8 +6,6 @@
 //! exception type, `fabricsim.ScenarioError`, with the core's message unchanged; no
 //! Rust panic crosses this boundary as anything but `RuntimeError`.
 
-mod alloc;
-
 use fabricsim_run::{schema, Column, Ending, Progress, RunResult, Scenario, ScenarioError as CoreError, Sim, Table};
 use pyo3::create_exception;
 use pyo3::exceptions::PyRuntimeError;
@@ -16,8 +14,9 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 use std::io::Write;
 use std::time::{Duration, Instant};
 
+// The simulator's heap (huge pages, counted for the benchmark's memory figures).
 #[global_allocator]
-static ALLOC: alloc::Counting = alloc::Counting;
+static ALLOC: fabricsim_alloc::Heap = fabricsim_alloc::Heap;
 
 create_exception!(
     _core,
@@ -173,10 +172,10 @@ fn run<'py>(
             if let (Some(spec), Some(path)) = (&pcap, &pcap_path) {
                 sim.capture(spec, path, pcap_snap)?;
             }
-            alloc::reset_peak();
-            let built = alloc::current();
+            fabricsim_alloc::reset_peak();
+            let built = fabricsim_alloc::current();
             let ending = sim.run(&mut tick);
-            let mem = Memory { built, peak: alloc::peak() };
+            let mem = Memory { built, peak: fabricsim_alloc::peak() };
             let captured = sim.finish_capture();
             Ok((fabricsim_run::results(&mut sim, ending), mem, captured))
         });

@@ -5,6 +5,10 @@
 use fabricsim_run::{run, Scenario};
 use std::time::Instant;
 
+// The same heap as the Python package, so that timings compare.
+#[global_allocator]
+static ALLOC: fabricsim_alloc::Heap = fabricsim_alloc::Heap;
+
 fn main() {
     let path = std::env::args().nth(1).expect("usage: runfile SCENARIO.toml");
     let text = std::fs::read_to_string(&path).expect("readable scenario");
