@@ -888,7 +888,7 @@ impl Fabric {
             if hops.is_empty() || n >= 5 {
                 return None;
             }
-            let pick = hops[(digits % hops.len() as u32) as usize];
+            let pick = hops.get((digits % hops.len() as u32) as usize).expect("an index below the count");
             digits /= hops.len() as u32;
             cur = self.ports[self.ports[pick as usize].peer as usize].node;
             usids[n] = self.nodes[cur as usize].usid;
@@ -918,7 +918,7 @@ impl Fabric {
     }
 
     /// The equal-cost next hops at switch `node` toward host `dst` in `plane`.
-    pub fn next_hops(&self, node: NodeId, plane: u8, dst: u32) -> &[PortId] {
+    pub fn next_hops(&self, node: NodeId, plane: u8, dst: u32) -> crate::routing::NextHops<'_> {
         self.routes.next_hops(node, plane, dst)
     }
 
@@ -1148,7 +1148,7 @@ impl Fabric {
             let egress = if cur == dst_leaf {
                 self.ports[self.nic_port(dst, nic) as usize].peer
             } else {
-                *self.routes.next_hops(cur, plane, dst).first()?
+                self.routes.next_hops(cur, plane, dst).get(0)?
             };
             let port = &self.ports[egress as usize];
             hops.push((port.rate, port.delay));

@@ -22,6 +22,8 @@ struct Attach {
     leaf: u32,
     /// The leaf's port toward the host.
     down: PortId,
+    /// Its position among the leaf's ports.
+    down_pos: u32,
     /// Dense index of the leaf among leaves (its column in `table`).
     leaf_index: u32,
 }
@@ -31,11 +33,19 @@ struct Attach {
 struct SwitchRoute {
     /// Where the switch's row starts in `table` (`u32::MAX` for hosts).
     row: u32,
+    /// Where the switch's ports start in `ports_of`.
+    first: u32,
     /// ECMP hash seed.
     seed: u64,
 }
 
 /// Next-hop tables for all switches.
+///
+/// Next hops are stored as positions among the switch's own ports, not as port ids,
+/// so that switches in the same role have identical rows and share one copy: on a
+/// k=16 fat-tree 320 rows of 128 leaves (320 KB, a cache miss per hop at 1024 hosts)
+/// become 18 (every edge switch sends remote traffic up; the aggregation switches of
+/// a pod agree; every core sends a pod's traffic down its port to that pod).
 #[derive(Clone, Debug, Default)]
 pub struct Routes {
     nics: usize,
@@ -45,17 +55,47 @@ pub struct Routes {
     /// Dense index of each node among switches (`u32::MAX` for hosts).
     switch_index: Vec<u32>,
     nleaves: usize,
-    /// Per node: its row in `table` and its hash seed.
+    /// Per node: its row in `table`, its ports in `ports_of` and its hash seed.
     switches: Vec<SwitchRoute>,
-    /// For `(switch_index, leaf_index)`, its next-hop list in `hops` packed as
+    /// Distinct rows, one entry per leaf: the next-hop list in `hops` packed as
     /// `start << 32 | len` (a leaf-spine may have 1023 spines, so a length needs more
-    /// than a byte). Most pairs share a list (an edge switch sends every
-    /// remote leaf's traffic to the same uplinks), so `hops` is small. A hop reads the
-    /// host's attachment, the switch's record, one entry here and one in `hops`: four
-    /// loads in a chain, each a likely cache miss on a large fabric, where indices into
-    /// per-switch list tables (a smaller table) took six.
+    /// than a byte). A hop reads the host's attachment, the switch's record, one entry
+    /// here, one in `hops` and one in `ports_of`: all small enough to stay in cache.
     table: Vec<u64>,
-    hops: Vec<PortId>,
+    /// Next-hop lists: positions among a switch's ports.
+    hops: Vec<u32>,
+    /// Every switch's ports in order (from [`SwitchRoute::first`]).
+    ports_of: Vec<PortId>,
+}
+
+/// The equal-cost next hops at one switch toward one leaf.
+#[derive(Clone, Copy, Debug)]
+pub struct NextHops<'a> {
+    positions: &'a [u32],
+    ports: &'a [PortId],
+}
+
+impl<'a> NextHops<'a> {
+    /// How many there are.
+    pub fn len(&self) -> usize {
+        self.positions.len()
+    }
+
+    /// Whether there are none (the leaf is unreachable from here).
+    pub fn is_empty(&self) -> bool {
+        self.positions.is_empty()
+    }
+
+    /// The `i`-th, in the switch's port order.
+    pub fn get(&self, i: usize) -> Option<PortId> {
+        self.positions.get(i).map(|&k| self.ports[k as usize])
+    }
+
+    /// All of them, in the switch's port order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = PortId> + 'a {
+        let ports = self.ports;
+        self.positions.iter().map(move |&k| ports[k as usize])
+    }
 }
 
 impl Routes {
@@ -65,12 +105,15 @@ impl Routes {
         let mut leaf_index = vec![u32::MAX; nodes.len()];
         let mut nswitches = 0u32;
         let mut nleaves = 0u32;
-        let mut switches = vec![SwitchRoute { row: u32::MAX, seed: 0 }; nodes.len()];
+        let mut switches = vec![SwitchRoute { row: u32::MAX, first: 0, seed: 0 }; nodes.len()];
+        let mut ports_of = Vec::new();
         for (i, n) in nodes.iter().enumerate() {
             if n.kind == NodeKind::Switch {
                 switch_index[i] = nswitches;
                 nswitches += 1;
                 switches[i].seed = mix64(seed ^ mix64(0xEC3B_0000 + i as u64));
+                switches[i].first = ports_of.len() as u32;
+                ports_of.extend(n.ports());
                 if n.ports().any(|p| ports[p as usize].kind == PortKind::Down) {
                     leaf_index[i] = nleaves;
                     nleaves += 1;
@@ -83,12 +126,8 @@ impl Routes {
             for p in n.ports() {
                 let down = ports[p as usize].peer;
                 let leaf = ports[down as usize].node;
-                attach.push(Attach { leaf, down, leaf_index: leaf_index[leaf as usize] });
-            }
-        }
-        for (i, sw) in switches.iter_mut().enumerate() {
-            if switch_index[i] != u32::MAX {
-                sw.row = switch_index[i] * nleaves;
+                let down_pos = nodes[leaf as usize].ports().position(|q| q == down).expect("a port of its node") as u32;
+                attach.push(Attach { leaf, down, down_pos, leaf_index: leaf_index[leaf as usize] });
             }
         }
         let mut routes = Routes {
@@ -98,23 +137,25 @@ impl Routes {
             switch_index,
             nleaves: nleaves as usize,
             switches,
-            table: vec![0; nswitches as usize * nleaves as usize],
+            table: Vec::new(),
             hops: Vec::new(),
+            ports_of,
         };
-        routes.fill(nodes, ports);
+        routes.fill(nodes, ports, nswitches as usize);
         routes
     }
 
-    fn fill(&mut self, nodes: &[Node], ports: &[Port]) {
+    fn fill(&mut self, nodes: &[Node], ports: &[Port], nswitches: usize) {
         let mut dist = vec![u32::MAX; nodes.len()];
         let mut frontier = Vec::new();
         let mut next = Vec::new();
-        // Lookup only (never iterated), so the map's order cannot leak into results.
-        let mut group_of: std::collections::HashMap<Vec<PortId>, u32> = std::collections::HashMap::new();
+        // Lookups only (never iterated), so the maps' order cannot leak into results.
+        let mut group_of: std::collections::HashMap<Vec<u32>, u32> = std::collections::HashMap::new();
+        let mut row_of: std::collections::HashMap<Vec<u64>, u32> = std::collections::HashMap::new();
         let mut list = Vec::new();
-        // Distinct lists over all switches first (`global`, 0 = empty), then numbered
-        // per switch below.
-        let mut global = vec![0u32; self.table.len()];
+        // Every (switch, leaf) pair's list first (`global`, 0 = empty), then the
+        // distinct rows.
+        let mut global = vec![0u32; nswitches * self.nleaves];
         let mut lists: Vec<(u32, u32)> = vec![(0, 0)];
         for (leaf_node, &li) in self.leaf_index.iter().enumerate() {
             if li == u32::MAX {
@@ -146,10 +187,10 @@ impl Routes {
                     continue;
                 }
                 list.clear();
-                for p in node.ports() {
+                for (k, p) in node.ports().enumerate() {
                     if let Some(m) = switch_neighbour(nodes, ports, p) {
                         if dist[m as usize] + 1 == dist[s] {
-                            list.push(p);
+                            list.push(k as u32);
                         }
                     }
                 }
@@ -167,9 +208,33 @@ impl Routes {
                 global[si as usize * self.nleaves + li as usize] = group;
             }
         }
-        for (entry, &g) in self.table.iter_mut().zip(&global) {
-            let (start, len) = lists[g as usize];
-            *entry = (start as u64) << 32 | len as u64;
+        let mut row = vec![0u64; self.nleaves];
+        for (s, sw) in self.switches.iter_mut().enumerate() {
+            let si = self.switch_index[s];
+            if si == u32::MAX {
+                continue;
+            }
+            let groups = &global[si as usize * self.nleaves..][..self.nleaves];
+            for (entry, &g) in row.iter_mut().zip(groups) {
+                let (start, len) = lists[g as usize];
+                *entry = (start as u64) << 32 | len as u64;
+            }
+            // A leaf's own column is never read (a packet for one of its hosts leaves
+            // by the attachment's port); it copies a neighbour so that leaves whose
+            // other columns agree share a row.
+            let own = self.leaf_index[s];
+            if own != u32::MAX && self.nleaves > 1 {
+                row[own as usize] = row[(own as usize + 1) % self.nleaves];
+            }
+            sw.row = match row_of.get(&row) {
+                Some(&r) => r,
+                None => {
+                    let r = self.table.len() as u32;
+                    self.table.extend_from_slice(&row);
+                    row_of.insert(row.clone(), r);
+                    r
+                }
+            };
         }
     }
 
@@ -192,27 +257,30 @@ impl Routes {
         }
         let sw = self.switches[node as usize];
         let (start, len) = self.list(sw, at.leaf_index);
-        match len {
-            0 => None,
-            1 => Some(self.hops[start as usize]),
+        let k = match len {
+            0 => return None,
+            1 => self.hops[start as usize],
             _ => {
                 let h = ecmp_hash(sw.seed, net);
-                let k = ((h >> 32) * len as u64) >> 32;
-                Some(self.hops[start as usize + k as usize])
+                let i = ((h >> 32) * len as u64) >> 32;
+                self.hops[start as usize + i as usize]
             }
-        }
+        };
+        Some(self.ports_of[(sw.first + k) as usize])
     }
 
     /// The equal-cost next hops at switch `node` toward the leaf of host `dst` in
-    /// `plane` (for tests and path enumeration).
-    pub fn next_hops(&self, node: u32, plane: u8, dst: u32) -> &[PortId] {
+    /// `plane` (for path enumeration and tests); at that leaf, its port to the host.
+    pub fn next_hops(&self, node: u32, plane: u8, dst: u32) -> NextHops<'_> {
         let nic = if self.nics > 1 { plane as usize } else { 0 };
-        let at = self.attach[dst as usize * self.nics + nic];
+        let at = &self.attach[dst as usize * self.nics + nic];
+        let sw = self.switches[node as usize];
+        let ports = &self.ports_of[sw.first as usize..];
         if at.leaf == node {
-            return std::slice::from_ref(&self.attach[dst as usize * self.nics + nic].down);
+            return NextHops { positions: std::slice::from_ref(&at.down_pos), ports };
         }
-        let (start, len) = self.list(self.switches[node as usize], at.leaf_index);
-        &self.hops[start as usize..(start + len) as usize]
+        let (start, len) = self.list(sw, at.leaf_index);
+        NextHops { positions: &self.hops[start as usize..(start + len) as usize], ports }
     }
 }
 
@@ -244,6 +312,47 @@ mod tests {
     use crate::{Fabric, FabricConfig, LinkParams, TopologySpec};
     use fabricsim_engine::{Dur, Rate};
 
+    /// Switches in the same role share one row of the table (so that it stays in cache
+    /// on a large fabric), and every next hop is still a port of the switch itself,
+    /// one step closer to the destination's leaf.
+    #[test]
+    fn switches_in_the_same_role_share_a_row_and_route_through_their_own_ports() {
+        use crate::PortKind;
+        let spec = TopologySpec::FatTree { k: 8, pods: 8, hosts_per_edge: 4, oversubscription: 1 };
+        let links = LinkParams { host_link: Rate::gbps(100), fabric_link: Rate::gbps(100), delay: Dur::from_us(1) };
+        let f = Fabric::new(&spec, &links, FabricConfig::default(), 7).expect("a valid fabric");
+        // Edge switches all send remote traffic up, the aggregation switches of a pod
+        // agree with each other, and cores send each pod's traffic to the same port.
+        assert_eq!(f.routes.table.len() / f.routes.nleaves, 1 + 8 + 1);
+        let hosts = 128;
+        for (s, node) in f.nodes.iter().enumerate() {
+            if node.kind != crate::NodeKind::Switch {
+                continue;
+            }
+            for dst in 0..hosts {
+                let hops: Vec<_> = f.next_hops(s as u32, 0, dst).iter().collect();
+                assert!(!hops.is_empty(), "switch {s} reaches host {dst}");
+                let dst_leaf = f.leaf_of(dst, 0);
+                for &p in &hops {
+                    let port = &f.ports[p as usize];
+                    assert_eq!(port.node as usize, s, "a next hop of switch {s} is its own port");
+                    let next = f.ports[port.peer as usize].node;
+                    let up = port.kind == PortKind::Up;
+                    match node.tier {
+                        // Up unless the destination hangs from this edge.
+                        1 => assert_eq!(up, s as u32 != dst_leaf),
+                        // Down to the destination's edge when it is in this pod.
+                        2 => assert!(up || next == dst_leaf),
+                        _ => assert!(!up),
+                    }
+                }
+                if node.tier == 1 && s as u32 != dst_leaf {
+                    assert_eq!(hops.len(), 4, "every uplink of an edge switch");
+                }
+            }
+        }
+    }
+
     /// A leaf with more uplinks than a byte counts (the validator allows 1023 spines)
     /// routes over all of them: every spine is a next hop, and ECMP spreads flows over
     /// many.
@@ -254,7 +363,7 @@ mod tests {
         let links = LinkParams { host_link: Rate::gbps(100), fabric_link: Rate::gbps(100), delay: Dur::from_us(1) };
         let f = Fabric::new(&spec, &links, FabricConfig::default(), 4200).expect("a valid fabric");
         let leaf = f.leaf_of(0, 0);
-        let hops = f.next_hops(leaf, 0, 1);
+        let hops: Vec<_> = f.next_hops(leaf, 0, 1).iter().collect();
         assert_eq!(hops.len(), spines as usize);
         let mut net = fabricsim_wire::NetHdr { src: 0, dst: 1, ..Default::default() };
         let mut used = std::collections::BTreeSet::new();
