@@ -54,10 +54,17 @@ struct Probe {
     sent: Option<Time>,
 }
 
+/// An active entry and its EV, as the rotation lists hold them.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    entry: u32,
+    ev: u32,
+}
+
 /// What the per-packet rotation touches of an EV, apart from the rest of its entry: 16
-/// bytes, four to a cache line, where a whole [`Entry`] spans two. Each sent packet reads
-/// the next EV's penalty and counts itself; on a large fabric these were the sender's
-/// most frequent cache misses.
+/// bytes, four to a cache line, where a whole [`Entry`] spans two. A sent packet reads
+/// the next EV's penalty (only while some EV of its plane has one) and counts itself;
+/// on a large fabric these were the sender's most frequent cache misses.
 #[derive(Clone, Copy, Debug)]
 struct Hot {
     ev: u32,
@@ -156,10 +163,16 @@ pub struct EvSets {
     map: EvMap,
     /// Planes in use (the first `planes` entries of `active` and `rot`).
     planes: u8,
-    /// Per plane index, the active entries in rotation order. In the struct rather
-    /// than behind a pointer: every send reads its plane's list and rotation point.
-    active: [Vec<u32>; MAX_PLANES],
+    /// Per plane index, the active entries in rotation order, each with its EV. In
+    /// the struct rather than behind a pointer: every send reads its plane's list and
+    /// rotation point. With the EV beside the entry, a send on a plane where no EV is
+    /// penalised reads nothing else (see `penalised`).
+    active: [Vec<Slot>; MAX_PLANES],
     rot: [usize; MAX_PLANES],
+    /// Per plane index, how many of its entries have a penalty. While none has, the
+    /// rotation needs no per-EV state: on a large fabric reading it was the sender's
+    /// costliest cache miss, one per packet.
+    penalised: [u32; MAX_PLANES],
     backup: Vec<VecDeque<u32>>,
     /// Per plane, active slots given up because nothing was left to fill them (see
     /// [`retire`](EvSets::retire)); refilled as EVs come back.
@@ -188,6 +201,7 @@ impl EvSets {
             planes,
             active: Default::default(),
             rot: [0; MAX_PLANES],
+            penalised: [0; MAX_PLANES],
             backup: vec![VecDeque::new(); n],
             empty_slots: vec![0; n],
             retired: Vec::new(),
@@ -201,7 +215,7 @@ impl EvSets {
         for p in 0..n {
             for _ in 0..per_plane {
                 let i = s.fresh(p as u8, EvState::Active, now);
-                s.active[p].push(i);
+                s.active[p].push(s.slot(i));
             }
             for _ in 0..cfg.backup_per_plane {
                 let i = s.fresh(p as u8, EvState::Backup, now);
@@ -255,6 +269,35 @@ impl EvSets {
         self.map.insert(ev, idx);
         self.log.push(PathLog { time: now, ev, state });
         idx
+    }
+
+    /// Entry `i` as an active list holds it.
+    fn slot(&self, i: u32) -> Slot {
+        Slot { entry: i, ev: self.hot[i as usize].ev }
+    }
+
+    /// Where entry `i` is in plane index `p`'s active list, if it is.
+    fn position(&self, p: usize, i: u32) -> Option<usize> {
+        self.active[p].iter().position(|a| a.entry == i)
+    }
+
+    /// Sets entry `i`'s penalty, keeping its plane's count of penalised entries.
+    fn set_penalty(&mut self, i: u32, v: u8) {
+        let old = std::mem::replace(&mut self.hot[i as usize].penalty, v);
+        if (old > 0) != (v > 0) {
+            let p = self.entries[i as usize].plane as usize;
+            if v > 0 {
+                self.penalised[p] += 1;
+            } else {
+                self.penalised[p] -= 1;
+            }
+        }
+        debug_assert_eq!(
+            self.penalised[self.entries[i as usize].plane as usize] as usize,
+            (0..self.entries.len())
+                .filter(|&k| self.entries[k].plane == self.entries[i as usize].plane && self.hot[k].penalty > 0)
+                .count()
+        );
     }
 
     /// Moves entry `i` to `state`. Retirements, probes and backups are logged at once;
@@ -343,7 +386,7 @@ impl EvSets {
 
     /// The EVs now in the active set of plane index `p`.
     pub fn active(&self, p: u8) -> Vec<u32> {
-        self.active[p as usize].iter().map(|&i| self.entries[i as usize].ev).collect()
+        self.active[p as usize].iter().map(|a| a.ev).collect()
     }
 
     /// The next EV of plane index `p` in rotation, skipping penalised ones (and
@@ -365,10 +408,20 @@ impl EvSets {
         // activating it): "resent on another path". On the same EV it was lost for ever
         // when that one path was dead and nothing else was sent to prove it (a timeout
         // only retires an EV once a later packet got through elsewhere).
-        if n == 1 && avoid.is_some_and(|a| self.hot[list[0] as usize].ev == a) {
+        if n == 1 && avoid.is_some_and(|a| list[0].ev == a) {
             if let Some(&b) = self.backup[p as usize].front() {
                 return Some((self.hot[b as usize].ev, b));
             }
+        }
+        if avoid.is_none() && self.penalised[p as usize] == 0 {
+            // Nothing to skip: the next in rotation, as the loop below would take it.
+            let mut r = self.rot[p as usize];
+            if r >= n {
+                r %= n;
+            }
+            self.rot[p as usize] = r + 1;
+            let a = self.active[p as usize][r];
+            return Some((a.ev, a.entry));
         }
         let mut decremented = false;
         let mut fallback = None;
@@ -380,7 +433,7 @@ impl EvSets {
                 r %= n;
             }
             self.rot[p as usize] = r + 1;
-            let i = self.active[p as usize][r];
+            let i = self.active[p as usize][r].entry;
             let e = self.hot[i as usize];
             if Some(e.ev) == avoid && n > 1 {
                 continue;
@@ -389,8 +442,8 @@ impl EvSets {
             if e.penalty > 0 {
                 if !decremented {
                     decremented = true;
-                    self.hot[i as usize].penalty -= 1;
-                    if self.hot[i as usize].penalty == 0 {
+                    self.set_penalty(i, e.penalty - 1);
+                    if e.penalty == 1 {
                         self.set_state(i, EvState::Active, now);
                     }
                 }
@@ -409,8 +462,7 @@ impl EvSets {
         if list.is_empty() {
             return None;
         }
-        let i = list[self.rng.below(list.len() as u64) as usize];
-        Some(self.entries[i as usize].ev)
+        Some(list[self.rng.below(list.len() as u64) as usize].ev)
     }
 
     /// An ECN echo for `ev`: penalise it, and swap it for a backup once it collects
@@ -442,12 +494,12 @@ impl EvSets {
             return;
         }
         let p = e.plane as usize;
-        let Some(pos) = self.active[p].iter().position(|&a| a == i as u32) else { return };
+        let Some(pos) = self.position(p, i as u32) else { return };
         if !self.replace_active(p, pos, now) {
             // Nothing left to replace it with: it stays in the rotation.
             return;
         }
-        self.hot[i].penalty = 0;
+        self.set_penalty(i as u32, 0);
         self.entries[i].marks = 0;
         self.entries[i].suspect = true;
         self.set_state(i as u32, EvState::Backup, now);
@@ -475,8 +527,8 @@ impl EvSets {
     /// Entry `i` takes one of plane index `p`'s empty active slots.
     fn fill_empty_slot(&mut self, p: usize, i: u32, now: Time) {
         self.empty_slots[p] -= 1;
-        self.active[p].push(i);
-        self.hot[i as usize].penalty = 0;
+        self.active[p].push(self.slot(i));
+        self.set_penalty(i, 0);
         self.set_state(i, EvState::Active, now);
     }
 
@@ -504,10 +556,11 @@ impl EvSets {
             None if self.entries.len() < self.max_entries() => self.fresh(p as u8, EvState::Backup, now),
             None => return false,
         };
-        let out = std::mem::replace(&mut self.active[p][pos], replacement);
+        let slot = self.slot(replacement);
+        let out = std::mem::replace(&mut self.active[p][pos], slot).entry;
         self.entries[out as usize].replaced_by = replacement;
         self.set_state(replacement, EvState::Active, now);
-        self.hot[replacement as usize].penalty = 0;
+        self.set_penalty(replacement, 0);
         true
     }
 
@@ -525,7 +578,7 @@ impl EvSets {
             return;
         }
         let p = e.plane as usize;
-        let Some(pos) = self.active[p].iter().position(|&a| a == i as u32) else { return };
+        let Some(pos) = self.position(p, i as u32) else { return };
         let Some(b) = self.take_backup(p) else { return };
         self.step_down(p, pos, b, now);
     }
@@ -541,8 +594,7 @@ impl EvSets {
         if k == 0 || !matches!(self.entries[i as usize].state, EvState::Active | EvState::Avoided) {
             return;
         }
-        let h = &mut self.hot[i as usize];
-        h.penalty = h.penalty.saturating_add(k).min(15);
+        self.set_penalty(i, self.hot[i as usize].penalty.saturating_add(k).min(15));
         self.set_state(i, EvState::Avoided, now);
     }
 
@@ -558,7 +610,7 @@ impl EvSets {
         let i = i as u32;
         let p = self.entries[i as usize].plane as usize;
         self.entries[i as usize].stats.losses += 1;
-        if let Some(pos) = self.active[p].iter().position(|&a| a == i) {
+        if let Some(pos) = self.position(p, i) {
             if !self.replace_active(p, pos, now) {
                 let elsewhere: usize = (0..self.planes as usize)
                     .filter(|&q| q != p && usable & (1 << q) != 0)
@@ -583,7 +635,7 @@ impl EvSets {
         }
         self.set_state(i, EvState::Retired, now);
         let jitter = self.jitter(self.cfg.probe_interval);
-        self.hot[i as usize].penalty = 0;
+        self.set_penalty(i, 0);
         let e = &mut self.entries[i as usize];
         e.probe = Probe { due: now + jitter, interval: self.cfg.probe_interval, successes: 0, sent: None };
         self.retired.push(i);
@@ -663,7 +715,7 @@ impl EvSets {
             if j == NONE {
                 break;
             }
-            if let Some(pos) = self.active[p].iter().position(|&a| a == j) {
+            if let Some(pos) = self.position(p, j) {
                 self.step_down(p, pos, i, now);
                 return;
             }
@@ -677,8 +729,8 @@ impl EvSets {
         // The slot is gone: take the place of the most penalised avoided EV, a
         // congested path, if there is one.
         let congested = (0..self.active[p].len())
-            .filter(|&k| self.entries[self.active[p][k] as usize].state == EvState::Avoided)
-            .max_by_key(|&k| (self.hot[self.active[p][k] as usize].penalty, std::cmp::Reverse(k)));
+            .filter(|&k| self.entries[self.active[p][k].entry as usize].state == EvState::Avoided)
+            .max_by_key(|&k| (self.hot[self.active[p][k].entry as usize].penalty, std::cmp::Reverse(k)));
         if let Some(pos) = congested {
             self.step_down(p, pos, i, now);
             return;
@@ -691,10 +743,11 @@ impl EvSets {
     /// Entry `i` takes active position `pos` of plane index `p`; the EV there steps
     /// down to the backups.
     fn step_down(&mut self, p: usize, pos: usize, i: u32, now: Time) {
-        let j = std::mem::replace(&mut self.active[p][pos], i);
-        self.hot[i as usize].penalty = 0;
+        let slot = self.slot(i);
+        let j = std::mem::replace(&mut self.active[p][pos], slot).entry;
+        self.set_penalty(i, 0);
         self.set_state(i, EvState::Active, now);
-        self.hot[j as usize].penalty = 0;
+        self.set_penalty(j, 0);
         self.entries[j as usize].marks = 0;
         self.backup[p].push_back(j);
         self.set_state(j, EvState::Backup, now);
@@ -741,8 +794,8 @@ impl EvSets {
     pub fn drain_log(&mut self, now: Time, out: &mut Vec<PathLog>) {
         out.append(&mut self.log);
         for list in &self.active[..self.planes as usize] {
-            for &i in list {
-                let e = &mut self.entries[i as usize];
+            for a in list {
+                let e = &mut self.entries[a.entry as usize];
                 if e.state != e.logged {
                     e.logged = e.state;
                     out.push(PathLog { time: now, ev: e.ev, state: e.state });
@@ -861,11 +914,18 @@ mod tests {
         let mut log = Vec::new();
         s.drain_log(Time(7), &mut log);
         assert_eq!(log.last(), Some(&PathLog { time: Time(7), ev: x, state: EvState::Avoided }));
+        // Only plane 0 leaves the fast rotation, and only until x has sat out.
+        assert_eq!(s.penalised[..4], [1, 0, 0, 0]);
         let round: Vec<u32> = (0..4).map(|_| s.next(0, Time::ZERO, None).unwrap()).collect();
         assert!(!round.contains(&x), "{round:?}");
         assert_eq!(s.state(x), Some(EvState::Active));
+        assert_eq!(s.penalised[..4], [0, 0, 0, 0]);
         let next: Vec<u32> = (0..4).map(|_| s.next(0, Time::ZERO, None).unwrap()).collect();
         assert!(next.contains(&x));
+        // The fast rotation takes the list in order from where the slow one left it.
+        let list = s.active(0);
+        let at = list.iter().position(|&e| e == next[0]).unwrap();
+        assert_eq!(next, (0..4).map(|k| list[(at + k) % 4]).collect::<Vec<_>>());
     }
 
     #[test]
