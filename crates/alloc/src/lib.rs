@@ -1,4 +1,5 @@
-//! The heap fabricsim runs on: mimalloc backed by transparent huge pages, counted.
+//! The heap fabricsim runs on: mimalloc, whose arenas use transparent huge pages,
+//! counted.
 //!
 //! A large simulation touches a few hundred megabytes at random (ports, packets,
 //! per-connection state), one cache line here and one there. With 4 KiB pages nearly
@@ -6,8 +7,13 @@
 //! 2 MiB pages the TLB covers the whole working set. glibc's allocator only asks the
 //! kernel for huge pages when told so by an environment variable read at process
 //! start (`GLIBC_TUNABLES=glibc.malloc.hugetlb=1`), which a Python extension cannot
-//! set for its host; mimalloc can be told from code. Benchmark (c) runs about 10 %
-//! faster this way (README, "Speed"); results do not depend on the allocator.
+//! set for its host. mimalloc (v3) reserves its memory in large aligned arenas and
+//! advises them for transparent huge pages (`madvise(MADV_HUGEPAGE)`, its `allow_thp`
+//! option, on by default), which the kernel honours when
+//! `/sys/kernel/mm/transparent_hugepage/enabled` is `always` or `madvise`; elsewhere
+//! nothing changes. (Its `allow_large_os_pages` option is left off: it would take
+//! pages from the kernel's reserved hugetlbfs pool, pinned and hidden from RSS.)
+//! `MIMALLOC_ALLOW_THP=0` turns the advice off. Results never depend on the allocator.
 //!
 //! The allocator also counts the heap, current and peak bytes. The benchmark reports
 //! memory per packet in flight from these (peak heap during a run minus the heap once
@@ -21,41 +27,18 @@
 
 use mimalloc::MiMalloc;
 use std::alloc::{GlobalAlloc, Layout};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
-/// The counting, huge-page-backed allocator.
+/// The counting allocator over mimalloc.
 pub struct Heap;
 
 static CURRENT: AtomicUsize = AtomicUsize::new(0);
 static PEAK: AtomicUsize = AtomicUsize::new(0);
-static CONFIGURED: AtomicBool = AtomicBool::new(false);
 
-/// mimalloc's environment variable for its large-page option: when the user sets it,
-/// their value stands.
-const LARGE_PAGES_ENV: &[u8] = b"MIMALLOC_ALLOW_LARGE_OS_PAGES\0";
-
-extern "C" {
-    // From the C library std already links; unlike `std::env::var_os` it does not
-    // allocate, so it is safe inside the allocator.
-    fn getenv(name: *const std::ffi::c_char) -> *const std::ffi::c_char;
-}
-
-/// Turns mimalloc's large OS pages on before its first allocation, so that every
-/// arena it reserves is advised for transparent huge pages (where the kernel offers
-/// them: `always` or `madvise` in `/sys/kernel/mm/transparent_hugepage/enabled`;
-/// elsewhere the advice is ignored and nothing changes).
-#[cold]
-fn configure() {
-    if !CONFIGURED.swap(true, Relaxed) {
-        // SAFETY: `getenv` reads a NUL-terminated name and returns null or a pointer we
-        // only compare; `mi_option_set` writes one option word and does not allocate.
-        unsafe {
-            if getenv(LARGE_PAGES_ENV.as_ptr().cast()).is_null() {
-                libmimalloc_sys::mi_option_set(libmimalloc_sys::mi_option_large_os_pages, 1);
-            }
-        }
-    }
-}
+/// mimalloc's option index of `allow_thp` (`mi_option_allow_thp` in v3's
+/// `mimalloc.h`; the Rust bindings do not name it).
+#[cfg(test)]
+const MI_OPTION_ALLOW_THP: libmimalloc_sys::mi_option_t = 43;
 
 #[inline]
 fn grew(by: usize) {
@@ -66,9 +49,6 @@ fn grew(by: usize) {
 unsafe impl GlobalAlloc for Heap {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if !CONFIGURED.load(Relaxed) {
-            configure();
-        }
         let p = unsafe { MiMalloc.alloc(layout) };
         if !p.is_null() {
             grew(layout.size());
@@ -77,9 +57,6 @@ unsafe impl GlobalAlloc for Heap {
     }
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if !CONFIGURED.load(Relaxed) {
-            configure();
-        }
         let p = unsafe { MiMalloc.alloc_zeroed(layout) };
         if !p.is_null() {
             grew(layout.size());
@@ -145,13 +122,24 @@ mod tests {
     }
 
     #[test]
-    fn the_first_allocation_turns_large_pages_on_unless_the_user_chose() {
+    fn arenas_are_advised_for_huge_pages_and_not_taken_from_the_reserved_pool() {
         let layout = Layout::from_size_align(64, 8).unwrap();
         let p = unsafe { Heap.alloc_zeroed(layout) };
         assert!(unsafe { std::slice::from_raw_parts(p, 64) }.iter().all(|&b| b == 0));
         unsafe { Heap.dealloc(p, layout) };
-        let on = unsafe { libmimalloc_sys::mi_option_is_enabled(libmimalloc_sys::mi_option_large_os_pages) };
-        let chosen = std::env::var_os("MIMALLOC_ALLOW_LARGE_OS_PAGES");
-        assert_eq!(on, chosen.is_none() || chosen.as_deref() == Some("1".as_ref()), "{chosen:?}");
+        // SAFETY: reading an option is a plain load.
+        let (thp, reserved) = unsafe {
+            (
+                libmimalloc_sys::mi_option_is_enabled(MI_OPTION_ALLOW_THP),
+                libmimalloc_sys::mi_option_is_enabled(libmimalloc_sys::mi_option_large_os_pages),
+            )
+        };
+        let set = |name: &str| std::env::vars_os().any(|(k, _)| k.to_string_lossy().to_ascii_uppercase() == name);
+        if !set("MIMALLOC_ALLOW_THP") {
+            assert!(thp, "mimalloc advises its arenas for transparent huge pages by default");
+        }
+        if !set("MIMALLOC_ALLOW_LARGE_OS_PAGES") && !set("MIMALLOC_LARGE_OS_PAGES") {
+            assert!(!reserved, "the hugetlbfs pool is left alone");
+        }
     }
 }
