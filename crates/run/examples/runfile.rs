@@ -1,6 +1,7 @@
 //! Runs a scenario file and prints speed figures: `cargo run --release --example
 //! runfile -- SCENARIO.toml [--summary]`. For profiling the core without Python;
-//! `--summary` also prints the run's whole summary (to compare two builds' results).
+//! `--summary` also prints the run's whole summary and a digest of every result table
+//! (to compare two builds' results).
 
 use fabricsim_run::{run, Scenario};
 use std::time::Instant;
@@ -33,5 +34,22 @@ fn main() {
     );
     if std::env::args().any(|a| a == "--summary") {
         println!("{s:#}");
+        let tables = [
+            ("flows", &r.flows),
+            ("ports", &r.ports),
+            ("collectives", &r.collectives),
+            ("paths", &r.paths),
+            ("ev_states", &r.ev_states),
+            ("ooo", &r.ooo),
+            ("throughput", &r.throughput),
+            ("faults", &r.faults),
+            ("connections", &r.connections),
+        ];
+        for (name, t) in tables {
+            // SipHash with fixed keys: the same digest for the same table in any run.
+            let mut h = std::hash::DefaultHasher::new();
+            std::hash::Hash::hash(&format!("{t:?}"), &mut h);
+            println!("table {name}: {:016x}", std::hash::Hasher::finish(&h));
+        }
     }
 }
