@@ -54,11 +54,14 @@ struct Probe {
     sent: Option<Time>,
 }
 
-/// An active entry and its EV, as the rotation lists hold them.
+/// An active entry and its EV, as the rotation lists hold them, with the data packets
+/// counted here while it is in the list (moved to [`Hot::packets`] as it leaves): a send
+/// then writes the line it read.
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     entry: u32,
     ev: u32,
+    packets: u64,
 }
 
 /// What the per-packet rotation touches of an EV, apart from the rest of its entry: 16
@@ -70,7 +73,8 @@ struct Hot {
     ev: u32,
     /// Rotations left to skip this EV (ECN or trim feedback).
     penalty: u8,
-    /// Data packets sent on it (`PathStats::packets`).
+    /// Data packets sent on it (`PathStats::packets`), but for those counted in its
+    /// [`Slot`] while it is active.
     packets: u64,
 }
 
@@ -273,7 +277,13 @@ impl EvSets {
 
     /// Entry `i` as an active list holds it.
     fn slot(&self, i: u32) -> Slot {
-        Slot { entry: i, ev: self.hot[i as usize].ev }
+        Slot { entry: i, ev: self.hot[i as usize].ev, packets: 0 }
+    }
+
+    /// `slot` leaves its active list: its packet count joins the entry's.
+    fn leave(&mut self, slot: Slot) -> u32 {
+        self.hot[slot.entry as usize].packets += slot.packets;
+        slot.entry
     }
 
     /// Where entry `i` is in plane index `p`'s active list, if it is.
@@ -361,10 +371,14 @@ impl EvSets {
 
     /// Counters of every EV that carried traffic.
     pub fn stats(&self) -> Vec<PathStats> {
+        let mut packets: Vec<u64> = self.hot.iter().map(|h| h.packets).collect();
+        for a in self.active[..self.planes as usize].iter().flatten() {
+            packets[a.entry as usize] += a.packets;
+        }
         self.entries
             .iter()
-            .zip(&self.hot)
-            .map(|(e, h)| PathStats { packets: h.packets, ..e.stats })
+            .zip(packets)
+            .map(|(e, packets)| PathStats { packets, ..e.stats })
             .filter(|s| s.packets > 0 || s.losses > 0)
             .collect()
     }
@@ -414,26 +428,13 @@ impl EvSets {
             }
         }
         if avoid.is_none() && self.penalised[p as usize] == 0 {
-            // Nothing to skip: the next in rotation, as the loop below would take it.
-            let mut r = self.rot[p as usize];
-            if r >= n {
-                r %= n;
-            }
-            self.rot[p as usize] = r + 1;
-            let a = self.active[p as usize][r];
+            let a = self.next_in_turn(p as usize, n);
             return Some((a.ev, a.entry));
         }
         let mut decremented = false;
         let mut fallback = None;
         for _ in 0..n {
-            // The list may have shrunk since the last send; `%` only then (a division
-            // per packet showed in profiles).
-            let mut r = self.rot[p as usize];
-            if r >= n {
-                r %= n;
-            }
-            self.rot[p as usize] = r + 1;
-            let i = self.active[p as usize][r].entry;
+            let i = self.next_in_turn(p as usize, n).entry;
             let e = self.hot[i as usize];
             if Some(e.ev) == avoid && n > 1 {
                 continue;
@@ -453,6 +454,34 @@ impl EvSets {
         }
         // Every EV is penalised: use one anyway rather than stop sending.
         fallback
+    }
+
+    /// The next slot of plane index `p`'s rotation (of `n`, not 0), taking its turn: what
+    /// [`next_slot`](Self::next_slot) picks when no EV is penalised or avoided.
+    #[inline]
+    fn next_in_turn(&mut self, p: usize, n: usize) -> &mut Slot {
+        // The list may have shrunk since the last send; `%` only then (a division per
+        // packet showed in profiles).
+        let mut r = self.rot[p];
+        if r >= n {
+            r %= n;
+        }
+        self.rot[p] = r + 1;
+        &mut self.active[p][r]
+    }
+
+    /// [`next_slot`](Self::next_slot) for a data packet about to be sent, counted on its
+    /// EV as [`count_send`](Self::count_send) would count it.
+    pub fn next_sent(&mut self, p: u8, now: Time, avoid: Option<u32>, retx: bool) -> Option<(u32, u32)> {
+        let n = self.active[p as usize].len();
+        if n > 0 && avoid.is_none() && !retx && self.penalised[p as usize] == 0 {
+            let a = self.next_in_turn(p as usize, n);
+            a.packets += 1;
+            return Some((a.ev, a.entry));
+        }
+        let (ev, slot) = self.next_slot(p, now, avoid)?;
+        self.count_send(slot, retx);
+        Some((ev, slot))
     }
 
     /// An active EV of plane index `p` for a control packet, chosen without moving the
@@ -557,7 +586,8 @@ impl EvSets {
             None => return false,
         };
         let slot = self.slot(replacement);
-        let out = std::mem::replace(&mut self.active[p][pos], slot).entry;
+        let out = std::mem::replace(&mut self.active[p][pos], slot);
+        let out = self.leave(out);
         self.entries[out as usize].replaced_by = replacement;
         self.set_state(replacement, EvState::Active, now);
         self.set_penalty(replacement, 0);
@@ -626,7 +656,8 @@ impl EvSets {
                     // connection took twice as long.)
                     return;
                 }
-                self.active[p].remove(pos);
+                let out = self.active[p].remove(pos);
+                self.leave(out);
                 self.empty_slots[p] += 1;
             }
         } else if !std::mem::take(&mut self.entries[i as usize].suspect) {
@@ -744,7 +775,8 @@ impl EvSets {
     /// down to the backups.
     fn step_down(&mut self, p: usize, pos: usize, i: u32, now: Time) {
         let slot = self.slot(i);
-        let j = std::mem::replace(&mut self.active[p][pos], slot).entry;
+        let j = std::mem::replace(&mut self.active[p][pos], slot);
+        let j = self.leave(j);
         self.set_penalty(i, 0);
         self.set_state(i, EvState::Active, now);
         self.set_penalty(j, 0);
@@ -901,6 +933,34 @@ mod tests {
         }
         let spares: Vec<u32> = s.backup[0].iter().map(|&i| s.entries[i as usize].ev).collect();
         assert!(spares.windows(2).any(|w| w[1] != w[0].wrapping_add(1)), "{spares:?}");
+    }
+
+    #[test]
+    fn packets_counted_in_the_rotation_stay_with_their_ev_when_it_leaves() {
+        let mut s = sets();
+        let mut sent = std::collections::BTreeMap::new();
+        for k in 0..40u64 {
+            let (ev, _) = s.next_sent((k % 4) as u8, Time(k), None, false).unwrap();
+            *sent.entry(ev).or_insert(0u64) += 1;
+        }
+        // One EV retired (its slot refilled from a backup), one demoted, one
+        // retransmission counted the slow way; then more sends on the new sets.
+        let gone = s.active(0)[0];
+        s.retire(gone, Time(100), u8::MAX);
+        let slow = s.active(1)[1];
+        s.demote(slow, Time(101));
+        let (ev, _) = s.next_sent(2, Time(102), Some(s.active(2)[0]), true).unwrap();
+        *sent.entry(ev).or_insert(0) += 1;
+        for k in 0..40u64 {
+            let (ev, _) = s.next_sent((k % 4) as u8, Time(200 + k), None, false).unwrap();
+            *sent.entry(ev).or_insert(0) += 1;
+        }
+        let counted: std::collections::BTreeMap<u32, u64> =
+            s.stats().iter().filter(|p| p.packets > 0).map(|p| (p.ev, p.packets)).collect();
+        assert_eq!(counted, sent);
+        assert!(counted[&gone] > 0 && counted[&slow] > 0);
+        let retx: u64 = s.stats().iter().map(|p| p.retransmissions).sum();
+        assert_eq!(retx, 1);
     }
 
     #[test]

@@ -756,7 +756,7 @@ impl Endpoint for MrcSender {
             self.buf.requeue(psn);
             return idle;
         }
-        let Some((ev, slot)) = self.evs.next_slot(i, now, old) else {
+        let Some((ev, slot)) = self.evs.next_sent(i, now, old, old.is_some()) else {
             // No active EV on this plane (its slots were given up): the
             // retransmission goes back to the head of the queue for another plane.
             // (It is still marked lost, which `mark_lost` would refuse to queue again.)
@@ -765,7 +765,6 @@ impl Endpoint for MrcSender {
             }
             return idle;
         };
-        self.evs.count_send(slot, old.is_some());
         let pkt = self.buf.send(&self.info, psn, ev, port, now, old.is_some(), None, &mut self.stats);
         self.buf.set_slot(psn, slot);
         self.last_data_send = now;
