@@ -83,8 +83,11 @@ def collective_bars(d, fig_no: int, what: str):
     for ax, s in zip(axes, sizes):
         g = d[d["size"] == s].pivot(index="loss", columns="transport", values="busbw_gbps")
         g.index = [f"{x * 100:g}%" for x in g.index]
-        g[["roce", "roce16", "mrc"]].plot.bar(ax=ax, rot=0)
+        g[["roce", "roce16", "mrc"]].plot.bar(ax=ax, rot=0, legend=False)
         ax.set(title=f"Fig. {fig_no}: {what} {s}", xlabel="random loss", ylabel="bus bandwidth (Gb/s)")
+    # One legend, where the first (smallest) size leaves room: on every panel it hid
+    # the tallest bars of the larger sizes.
+    axes[0].legend(title="transport", loc="upper right")
     save(fig, f"fig{fig_no}")
 
 
