@@ -671,6 +671,24 @@ fn a_copy_acknowledged_while_its_plane_was_down_is_not_sent_when_the_plane_retur
     assert_eq!(s.stats().data_sent, 4);
 }
 
+/// Control packets are counted as they leave, not as they are queued: those still
+/// waiting when a run ends never went on the wire.
+#[test]
+fn control_packets_count_when_they_leave() {
+    let mut s = MrcSender::new(info(0, 1), cfg(), Time::ZERO, Rng::new(5));
+    let mut r = SprayResponder::new(info(1, 0), responder_cfg(None), Rng::new(6));
+    let t0 = Time::ZERO;
+    s.post(t0, Message { seq: 0, len: 4 * 4096, va: 0, rkey: 1 });
+    let sent = util::drain(&mut s, t0, 0);
+    for pkt in &sent {
+        r.on_packet(t0 + Dur::from_us(2), pkt);
+    }
+    assert_eq!(r.stats().control_sent, 0, "acknowledgements queued, none sent yet");
+    let acks = util::drain(&mut r, t0 + Dur::from_us(2), 0);
+    assert!(!acks.is_empty());
+    assert_eq!(r.stats().control_sent, acks.len() as u64);
+}
+
 /// A tail loss probe queued just before its port goes down must not wait out the
 /// outage and leave stamped with the time it was queued: its acknowledgement would
 /// read as a round trip as long as the outage and inflate every timer after it.

@@ -144,7 +144,6 @@ impl SprayResponder {
         pkt.net.src_port = port;
         pkt.ext.port_state = self.ports_up;
         pkt.ext.port_epoch = self.port_epoch;
-        self.stats.control_sent += 1;
         self.ctrl[(port - self.info.first_port) as usize].push_back(pkt);
     }
 
@@ -219,7 +218,6 @@ impl SprayResponder {
             probe.net.src_port = port;
             probe.ext.port_state = self.ports_up;
             probe.ext.port_epoch = self.port_epoch;
-            self.stats.control_sent += 1;
             self.ctrl[(port - self.info.first_port) as usize].push_back(probe);
         }
     }
@@ -376,7 +374,6 @@ impl Endpoint for SprayResponder {
             let stranded: Vec<Packet> = self.ctrl[i].drain(..).collect();
             for p in stranded {
                 let ev = p.net.entropy();
-                self.stats.control_sent -= 1;
                 self.queue(port, p, ev);
             }
         }
@@ -389,7 +386,11 @@ impl Endpoint for SprayResponder {
             .get_mut((port.wrapping_sub(self.info.first_port)) as usize)
             .and_then(|q| q.pop_front())
         {
-            Some(p) => Poll::Send(p),
+            Some(p) => {
+                // Counted as it leaves: one still queued when the run ends never went.
+                self.stats.control_sent += 1;
+                Poll::Send(p)
+            }
             None => Poll::Idle,
         }
     }

@@ -323,7 +323,12 @@ impl MrcSender {
     fn next_urgent(&mut self, i: u8) -> Option<Packet> {
         while let Some(u) = self.ctrl[i as usize].pop_front() {
             match u {
-                Urgent::Reply(p) => return Some(p),
+                Urgent::Reply(p) => {
+                    // Counted as it leaves, like every control packet: one still
+                    // queued when the run ends, or dropped with its plane, never went.
+                    self.stats.control_sent += 1;
+                    return Some(p);
+                }
                 Urgent::Copy(p, slot, probe) => {
                     if self.buf.record(p.bth.psn).is_none_or(|r| r.acked || r.lost) {
                         // Acknowledged meanwhile, or found lost and queued for a
@@ -651,7 +656,6 @@ impl Endpoint for MrcSender {
                         if self.unheard(now) {
                             reply.ext.flags |= Ext::F_UNHEARD;
                         }
-                        self.stats.control_sent += 1;
                         self.ctrl[i as usize].push_back(Urgent::Reply(reply));
                     }
                 }
