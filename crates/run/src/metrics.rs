@@ -16,6 +16,38 @@ struct Snap {
     busy_ps: u64,
 }
 
+/// One port's row of a sample.
+#[derive(Clone, Copy, Debug, Default)]
+struct Row {
+    tx_bytes: u64,
+    util: f64,
+    queue_bytes: u64,
+    queue_max: u64,
+    ecn_marks: u64,
+    drops: u64,
+    trims: u64,
+    pause_ns: u64,
+    pauses_sent: u64,
+}
+
+impl Row {
+    /// Two rows of one port at one time (the owner's and another partition's): the
+    /// counts add, the queue readings are the owner's (the other's are zero).
+    fn plus(self, o: Row) -> Row {
+        Row {
+            tx_bytes: self.tx_bytes + o.tx_bytes,
+            util: self.util + o.util,
+            queue_bytes: self.queue_bytes.max(o.queue_bytes),
+            queue_max: self.queue_max.max(o.queue_max),
+            ecn_marks: self.ecn_marks + o.ecn_marks,
+            drops: self.drops + o.drops,
+            trims: self.trims + o.trims,
+            pause_ns: self.pause_ns + o.pause_ns,
+            pauses_sent: self.pauses_sent + o.pauses_sent,
+        }
+    }
+}
+
 /// The sampling instant after `last` (on the grid of `interval`) when nothing is
 /// scheduled before `next_event`: the next boundary, or, across an idle stretch, the
 /// last boundary at or before `next_event`. The samples skipped would have found no
@@ -112,6 +144,14 @@ impl Sampler {
         let dt = now.since(self.last);
         for (i, port) in fabric.ports.iter_mut().enumerate() {
             if !keep(port) {
+                // Another partition's port: this copy only counts the frames that
+                // crossed to it after the cable went down. Their drops get a row of
+                // their own when they happen, added to the owner's in `merge`.
+                let drops = port.stats.drops - self.prev[i].stats.drops;
+                if drops > 0 {
+                    self.push_row(now.as_ns(), i as u32, Row { drops, ..Row::default() });
+                    self.prev[i].stats.drops = port.stats.drops;
+                }
                 continue;
             }
             let cur = Snap { stats: port.stats, paused_ps: port.paused_ps_at(now), busy_ps: port.busy_ps_at(now) };
@@ -125,20 +165,22 @@ impl Sampler {
             let paused = cur.paused_ps - prev.paused_ps;
             let pauses = cur.stats.pauses_sent - prev.stats.pauses_sent;
             if tx > 0 || q > 0 || qmax > 0 || drops > 0 || paused > 0 || pauses > 0 {
-                self.time_ns.push(now.as_ns());
-                self.port.push(i as u32);
-                self.tx_bytes.push(tx);
-                // Saturating: a partitioned run's last sample (at the end) finds ports
-                // that went on for up to one lookahead; their busy time then counts
-                // frames started after the end, and may read less than before.
-                self.util.push(cur.busy_ps.saturating_sub(prev.busy_ps) as f64 / dt.ps() as f64);
-                self.queue_bytes.push(q);
-                self.queue_max.push(qmax);
-                self.ecn_marks.push(marks);
-                self.drops.push(drops);
-                self.trims.push(trims);
-                self.pause_ns.push(paused / 1000);
-                self.pauses_sent.push(pauses);
+                let row = Row {
+                    tx_bytes: tx,
+                    // Saturating: a partitioned run's last sample (at the end) finds
+                    // ports that went on for up to one lookahead; their busy time then
+                    // counts frames started after the end, and may read less than
+                    // before.
+                    util: cur.busy_ps.saturating_sub(prev.busy_ps) as f64 / dt.ps() as f64,
+                    queue_bytes: q,
+                    queue_max: qmax,
+                    ecn_marks: marks,
+                    drops,
+                    trims,
+                    pause_ns: paused / 1000,
+                    pauses_sent: pauses,
+                };
+                self.push_row(now.as_ns(), i as u32, row);
             }
             self.prev[i] = cur;
             port.stats.queue_max = q;
@@ -149,13 +191,51 @@ impl Sampler {
         }
     }
 
+    fn push_row(&mut self, time_ns: u64, port: u32, r: Row) {
+        self.time_ns.push(time_ns);
+        self.port.push(port);
+        self.push_values(r);
+    }
+
+    fn push_values(&mut self, r: Row) {
+        self.tx_bytes.push(r.tx_bytes);
+        self.util.push(r.util);
+        self.queue_bytes.push(r.queue_bytes);
+        self.queue_max.push(r.queue_max);
+        self.ecn_marks.push(r.ecn_marks);
+        self.drops.push(r.drops);
+        self.trims.push(r.trims);
+        self.pause_ns.push(r.pause_ns);
+        self.pauses_sent.push(r.pauses_sent);
+    }
+
+    fn row(&self, i: usize) -> Row {
+        Row {
+            tx_bytes: self.tx_bytes[i],
+            util: self.util[i],
+            queue_bytes: self.queue_bytes[i],
+            queue_max: self.queue_max[i],
+            ecn_marks: self.ecn_marks[i],
+            drops: self.drops[i],
+            trims: self.trims[i],
+            pause_ns: self.pause_ns[i],
+            pauses_sent: self.pauses_sent[i],
+        }
+    }
+
     /// Merges the samples another partition took of its ports (`theirs(port)`) into
-    /// these, ordered by time then port, and takes over its snapshots of them.
+    /// these, ordered by time then port, and takes over its snapshots of them. Rows
+    /// of one port at one time from both (the owner's, and the other's drops of
+    /// frames that crossed to it) become one.
     pub fn merge(&mut self, o: &Sampler, theirs: impl Fn(usize) -> bool) {
         for (p, snap) in o.prev.iter().enumerate() {
+            // The drops a copy counted on a port it does not own are summed into the
+            // owner's counter at the end (`Fabric::absorb`), so the snapshots add too.
+            let drops = self.prev[p].stats.drops + snap.stats.drops;
             if theirs(p) {
                 self.prev[p] = *snap;
             }
+            self.prev[p].stats.drops = drops;
         }
         self.last = self.last.max(o.last);
         let stopped = match (self.stopped, o.stopped) {
@@ -173,21 +253,32 @@ impl Sampler {
             stopped,
             ..Sampler::empty(self.interval, self.last)
         };
-        for (_, _, other, i) in order {
+        for (time, port, other, i) in order {
             let src = if other { o } else { &*self };
-            merged.time_ns.push(src.time_ns[i]);
-            merged.port.push(src.port[i]);
-            merged.tx_bytes.push(src.tx_bytes[i]);
-            merged.util.push(src.util[i]);
-            merged.queue_bytes.push(src.queue_bytes[i]);
-            merged.queue_max.push(src.queue_max[i]);
-            merged.ecn_marks.push(src.ecn_marks[i]);
-            merged.drops.push(src.drops[i]);
-            merged.trims.push(src.trims[i]);
-            merged.pause_ns.push(src.pause_ns[i]);
-            merged.pauses_sent.push(src.pauses_sent[i]);
+            let r = src.row(i);
+            let n = merged.time_ns.len();
+            if n > 0 && merged.time_ns[n - 1] == time && merged.port[n - 1] == port {
+                let m = merged.row(n - 1).plus(r);
+                merged.truncate_last();
+                merged.push_values(m);
+            } else {
+                merged.push_row(time, port, r);
+            }
         }
         *self = merged;
+    }
+
+    /// Drops the last row's values (its time and port stay, for `push_values`).
+    fn truncate_last(&mut self) {
+        self.tx_bytes.pop();
+        self.util.pop();
+        self.queue_bytes.pop();
+        self.queue_max.pop();
+        self.ecn_marks.pop();
+        self.drops.pop();
+        self.trims.pop();
+        self.pause_ns.pop();
+        self.pauses_sent.pop();
     }
 
     /// The port time series, moved out (a copy would double the largest table's
