@@ -149,7 +149,7 @@ const ROCE: &[Param] = &[
     c("cc", "dcqcn", &["dcqcn", "none"], "Congestion control: DCQCN rate control, or none (line rate)."),
     p("dcqcn", Ty::Table, "preset hpcc", "DCQCN parameters: `preset` (\"hpcc\": HPCC ns-3 / ConnectX defaults; \"paper\": Zhu et al. 2015) and any of `g`, `alpha_interval`, `decrease_interval`, `increase_interval`, `byte_counter`, `fast_recovery`, `rate_ai`, `rate_hai`, `min_rate`, `clamp_target`, `cnp_interval` to override it."),
     p("ack_interval", Ty::Int, "1", "The responder ACKs every this many in-order packets (HPCC ns-3: 1), and every message end."),
-    p("rto", Ty::Duration, "1ms", "Retransmission timeout (at least 1us): go back to the first unacknowledged PSN. It runs from the last acknowledgement that made progress: a NAK repeating a loss does not restart it, so a PSN lost on every resend times out."),
+    p("rto", Ty::Duration, "1ms", "Retransmission timeout (at least 1us): go back to the first unacknowledged PSN."),
     p("retry_limit", Ty::Int, "7", "Timeouts in a row without progress before the QP fails (InfiniBand retry_cnt)."),
     p("nak_interval", Ty::Duration, "500us", "The responder repeats a NAK for the same missing PSN at most this often (HPCC ns-3)."),
 ];

@@ -170,23 +170,13 @@ impl Endpoint for RoceRequester {
                 if pkt.aeth.is_nak() {
                     // NAK carries the PSN the responder expects: everything before it
                     // arrived; resend from it.
-                    let una = self.snd_una;
                     self.acknowledge(now, pkt.bth.psn);
                     if pkt.bth.psn >= self.snd_una && pkt.bth.psn < self.snd_nxt {
-                        // Go back. (A stale NAK, from before an acknowledgement that
+                        // Go back. Nothing is in flight until the resend, which starts
+                        // the timer. (A stale NAK, from before an acknowledgement that
                         // covers it, changes nothing.)
                         self.snd_nxt = pkt.bth.psn;
-                        if self.snd_una > una {
-                            // Progress: nothing is in flight until the resend, which
-                            // starts the timer.
-                            self.timers.stop(RTO);
-                        }
-                        // Otherwise the timer runs on from the last progress: the NAK
-                        // repeats a loss already answered, or the resend was lost too.
-                        // A PSN lost on every resend then times out and counts against
-                        // `retry_limit`; restarted by each NAK, the timer never fired
-                        // while the responder's repeats (every `nak_interval`, shorter
-                        // than the timeout) sent the QP back again and again, for ever.
+                        self.timers.stop(RTO);
                     }
                 } else {
                     self.acknowledge(now, pkt.bth.psn.wrapping_add(1));
