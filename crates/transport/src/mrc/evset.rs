@@ -55,8 +55,8 @@ struct Probe {
 }
 
 /// An active entry and its EV, as the rotation lists hold them, with the data packets
-/// counted here while it is in the list (moved to [`Hot::packets`] as it leaves): a send
-/// then writes the line it read.
+/// the fast rotation sent on it while it was in the list (moved to [`Hot::packets`] as
+/// it leaves): such a send writes only the line it read.
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     entry: u32,
@@ -65,16 +65,17 @@ struct Slot {
 }
 
 /// What the per-packet rotation touches of an EV, apart from the rest of its entry: 16
-/// bytes, four to a cache line, where a whole [`Entry`] spans two. A sent packet reads
-/// the next EV's penalty (only while some EV of its plane has one) and counts itself;
-/// on a large fabric these were the sender's most frequent cache misses.
+/// bytes, four to a cache line, where a whole [`Entry`] spans two. A send reads the next
+/// EV's penalty only while some EV of its plane has one, and counts itself here only
+/// then (and for retransmissions and copies); on a large fabric these were the sender's
+/// most frequent cache misses.
 #[derive(Clone, Copy, Debug)]
 struct Hot {
     ev: u32,
     /// Rotations left to skip this EV (ECN or trim feedback).
     penalty: u8,
-    /// Data packets sent on it (`PathStats::packets`), but for those counted in its
-    /// [`Slot`] while it is active.
+    /// Data packets sent on it (`PathStats::packets`), but for those the fast rotation
+    /// counts in its [`Slot`] while it is active.
     packets: u64,
 }
 
