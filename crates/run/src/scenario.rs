@@ -555,7 +555,7 @@ fn parse_roce(r: &mut Reader<'_>, line: Rate) -> Result<RoceConfig, ScenarioErro
         ack_interval: r.int("ack_interval", d.ack_interval as i64, 1, 1 << 20)? as u32,
         rto: rto_duration(r, "rto", d.rto)?,
         retry_limit: r.int("retry_limit", d.retry_limit as i64, 0, 1 << 20)? as u32,
-        nak_interval: r.duration("nak_interval")?.unwrap_or(d.nak_interval),
+        nak_interval: duration_or_none(r, "nak_interval", "500us")?.unwrap_or(d.nak_interval),
         dcqcn: (cc == "dcqcn").then_some(dcqcn),
     })
 }

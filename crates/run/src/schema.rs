@@ -151,7 +151,7 @@ const ROCE: &[Param] = &[
     p("ack_interval", Ty::Int, "1", "The responder ACKs every this many in-order packets (HPCC ns-3: 1), and every message end."),
     p("rto", Ty::Duration, "1ms", "Retransmission timeout (at least 1us): go back to the first unacknowledged PSN."),
     p("retry_limit", Ty::Int, "7", "Timeouts in a row without progress before the QP fails (InfiniBand retry_cnt)."),
-    p("nak_interval", Ty::Duration, "500us", "The responder repeats a NAK for the same missing PSN at most this often (HPCC ns-3)."),
+    p("nak_interval", Ty::Duration, "500us", "The responder repeats a NAK for the same missing PSN at most this often (HPCC ns-3). \"none\": never, as InfiniBand specifies (one NAK per sequence error); a resend lost again is then found by the timeout and counts against retry_limit, where repeats send the QP back each time, for ever if that PSN is always lost."),
 ];
 
 const QP_SCALING: &[Param] = &[

@@ -79,6 +79,7 @@ fn error_of(toml: &str) -> String {
 #[case::tiny_rto("", "transport.min_rto: must be at least 1us, got 500ns")]
 #[case::zero_delay_target("", "transport.delay_target: must be longer than 0 (\"none\" turns the delay cut off)")]
 #[case::delay_target_type("", "transport.delay_target: expected a duration such as \"20us\" or \"none\"")]
+#[case::nak_interval_type("", "transport.nak_interval: expected a duration such as \"500us\" or \"none\"")]
 #[case::no_room_for_a_packet(
     "",
     "fabric.drop_alpha: a switch would admit at most 1000 bytes into an empty queue, less than one 4096-byte packet"
@@ -159,6 +160,7 @@ fn bad_input_is_refused_with_the_key_named(#[case] prefix: &str, #[case] expecte
             format!("{BASE}[transport]\nkind = \"mrc\"\ndelay_target = \"0us\"\n")
         }
         "transport.delay_target" => format!("{BASE}[transport]\nkind = \"mrc\"\ndelay_target = 20\n"),
+        "transport.nak_interval" => format!("{BASE}[transport]\nkind = \"roce\"\nnak_interval = 500\n"),
         "not valid TOML" => "[topology\nkind = 1".into(),
         "fabric.link_loss" => format!("{BASE}[fabric]\nlink_loss = 1.5\n"),
         "faults[0].until" => {

@@ -99,6 +99,26 @@ fn a_dead_link_fails_the_qp_after_the_retry_limit() {
 }
 
 #[test]
+fn with_infiniband_nak_rules_a_psn_lost_on_every_resend_fails_the_qp() {
+    // PSN 10 never gets through, and the message is long enough that a go-back's
+    // resend still runs when a repeated NAK would come (every 500 us by default, which
+    // would send the QP back for ever). With one NAK per sequence error the lost resend
+    // is found by the timeout, and the retry limit ends it.
+    let cfg = RoceConfig { retry_limit: 3, nak_interval: None, ..Default::default() };
+    let mut p = pair(cfg);
+    p.fate = Box::new(|side, pkt: &mut Packet, _| {
+        (side == 0 && pkt.bth.psn == 10 && pkt.bth.opcode != opcode::RC_ACK, false)
+    });
+    p.post(msg(0, 4000 * MTU as u64));
+    p.run_to(Time::ZERO + Dur::from_ms(50));
+    assert!(p.events.iter().any(|e| e.2 == AppEvent::Failed), "still going back at 50 ms");
+    assert_eq!(p.eps[0].stats().timeouts, 4);
+    assert!(p.received().is_empty());
+    // One NAK for the first loss; the lost resends were found by timeouts.
+    assert_eq!(p.eps[1].stats().control_sent, 10 + 1, "the ACKs of PSNs 0-9 and one NAK");
+}
+
+#[test]
 fn ecn_marks_become_rate_limited_cnps_and_slow_the_sender() {
     let dcqcn = DcqcnConfig::hpcc(Rate::gbps(100));
     let cfg = RoceConfig { dcqcn: Some(dcqcn), ..Default::default() };

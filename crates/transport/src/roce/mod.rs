@@ -30,8 +30,12 @@ pub struct RoceConfig {
     pub rto: Dur,
     /// Timeouts in a row without progress before the QP fails.
     pub retry_limit: u32,
-    /// The responder repeats a NAK for the same missing PSN at most this often.
-    pub nak_interval: Dur,
+    /// The responder repeats a NAK for the same missing PSN at most this often (the
+    /// HPCC ns-3 model), or, `None`, never: InfiniBand's rule, one NAK per sequence
+    /// error and new requests ignored until the expected PSN arrives, so that a resend
+    /// lost again is found by the timeout and counts against `retry_limit`. (Repeats
+    /// send the QP back each time instead, for ever if that PSN is always lost.)
+    pub nak_interval: Option<Dur>,
     /// DCQCN, or `None` for no congestion control (line rate).
     pub dcqcn: Option<DcqcnConfig>,
 }
@@ -42,7 +46,7 @@ impl Default for RoceConfig {
             ack_interval: 1,
             rto: Dur::from_ms(1),
             retry_limit: 7,
-            nak_interval: Dur::from_us(500),
+            nak_interval: Some(Dur::from_us(500)),
             dcqcn: None,
         }
     }

@@ -103,7 +103,7 @@ impl Endpoint for RoceResponder {
         } else if psn > self.e_psn {
             self.stats.duplicates += 1;
             let repeat = match self.naked {
-                Some((p, t)) => p != self.e_psn || now.since(t) >= self.cfg.nak_interval,
+                Some((p, t)) => p != self.e_psn || self.cfg.nak_interval.is_some_and(|i| now.since(t) >= i),
                 None => true,
             };
             if repeat {
