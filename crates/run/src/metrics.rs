@@ -194,10 +194,6 @@ impl Sampler {
     fn push_row(&mut self, time_ns: u64, port: u32, r: Row) {
         self.time_ns.push(time_ns);
         self.port.push(port);
-        self.push_values(r);
-    }
-
-    fn push_values(&mut self, r: Row) {
         self.tx_bytes.push(r.tx_bytes);
         self.util.push(r.util);
         self.queue_bytes.push(r.queue_bytes);
@@ -253,32 +249,23 @@ impl Sampler {
             stopped,
             ..Sampler::empty(self.interval, self.last)
         };
+        // A row is pushed once the next one is of another port or time.
+        let mut pending: Option<(u64, u32, Row)> = None;
         for (time, port, other, i) in order {
-            let src = if other { o } else { &*self };
-            let r = src.row(i);
-            let n = merged.time_ns.len();
-            if n > 0 && merged.time_ns[n - 1] == time && merged.port[n - 1] == port {
-                let m = merged.row(n - 1).plus(r);
-                merged.truncate_last();
-                merged.push_values(m);
-            } else {
-                merged.push_row(time, port, r);
-            }
+            let r = (if other { o } else { &*self }).row(i);
+            pending = match pending {
+                Some((t, p, acc)) if (t, p) == (time, port) => Some((t, p, acc.plus(r))),
+                Some((t, p, acc)) => {
+                    merged.push_row(t, p, acc);
+                    Some((time, port, r))
+                }
+                None => Some((time, port, r)),
+            };
+        }
+        if let Some((t, p, acc)) = pending {
+            merged.push_row(t, p, acc);
         }
         *self = merged;
-    }
-
-    /// Drops the last row's values (its time and port stay, for `push_values`).
-    fn truncate_last(&mut self) {
-        self.tx_bytes.pop();
-        self.util.pop();
-        self.queue_bytes.pop();
-        self.queue_max.pop();
-        self.ecn_marks.pop();
-        self.drops.pop();
-        self.trims.pop();
-        self.pause_ns.pop();
-        self.pauses_sent.pop();
     }
 
     /// The port time series, moved out (a copy would double the largest table's
