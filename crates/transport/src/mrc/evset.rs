@@ -428,8 +428,7 @@ impl EvSets {
                 return Some((self.hot[b as usize].ev, b));
             }
         }
-        if avoid.is_none() && self.penalised[p as usize] == 0 {
-            let a = self.next_in_turn(p as usize, n);
+        if let Some(a) = self.fast_turn(p as usize, avoid) {
             return Some((a.ev, a.entry));
         }
         let mut decremented = false;
@@ -457,8 +456,16 @@ impl EvSets {
         fallback
     }
 
-    /// The next slot of plane index `p`'s rotation (of `n`, not 0), taking its turn: what
-    /// [`next_slot`](Self::next_slot) picks when no EV is penalised or avoided.
+    /// The next slot of plane index `p`'s rotation, taking its turn, when nothing is
+    /// to be skipped: no EV of the plane is penalised and none is to be `avoid`ed. The
+    /// per-EV records need not be read then. `None` otherwise (or for an empty plane).
+    #[inline]
+    fn fast_turn(&mut self, p: usize, avoid: Option<u32>) -> Option<&mut Slot> {
+        let n = self.active[p].len();
+        (n > 0 && avoid.is_none() && self.penalised[p] == 0).then(|| self.next_in_turn(p, n))
+    }
+
+    /// The next slot of plane index `p`'s rotation (of `n`, not 0), taking its turn.
     #[inline]
     fn next_in_turn(&mut self, p: usize, n: usize) -> &mut Slot {
         // The list may have shrunk since the last send; `%` only then (a division per
@@ -474,11 +481,11 @@ impl EvSets {
     /// [`next_slot`](Self::next_slot) for a data packet about to be sent, counted on its
     /// EV as [`count_send`](Self::count_send) would count it.
     pub fn next_sent(&mut self, p: u8, now: Time, avoid: Option<u32>, retx: bool) -> Option<(u32, u32)> {
-        let n = self.active[p as usize].len();
-        if n > 0 && avoid.is_none() && !retx && self.penalised[p as usize] == 0 {
-            let a = self.next_in_turn(p as usize, n);
-            a.packets += 1;
-            return Some((a.ev, a.entry));
+        if !retx {
+            if let Some(a) = self.fast_turn(p as usize, avoid) {
+                a.packets += 1;
+                return Some((a.ev, a.entry));
+            }
         }
         let (ev, slot) = self.next_slot(p, now, avoid)?;
         self.count_send(slot, retx);
