@@ -17,6 +17,7 @@
 //! The engine never reads the wall clock.
 
 pub mod heap;
+pub mod prefetch;
 pub mod queue;
 pub mod ring;
 pub mod rng;

@@ -26,7 +26,6 @@ pub mod fabric;
 pub mod partition;
 pub mod pool;
 pub mod port;
-mod prefetch;
 pub mod routing;
 pub mod topology;
 

@@ -66,7 +66,7 @@ impl Pool {
     #[inline]
     pub fn prefetch(&self, i: u32) {
         if let Some(p) = self.chunks.get((i >> CHUNK_SHIFT) as usize).and_then(|c| c.get(i as usize & (CHUNK - 1))) {
-            crate::prefetch::lines(p, 2);
+            fabricsim_engine::prefetch::lines(p, 2);
         }
     }
 

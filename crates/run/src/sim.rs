@@ -47,6 +47,10 @@ pub enum Event {
     Reroute,
 }
 
+// The event queue's nodes hold an event beside its time: up to 16 bytes they take half
+// a cache line each (see `fabricsim_engine::queue`).
+const _: () = assert!(std::mem::size_of::<Event>() <= 16);
+
 /// Fabrics with at least this many ports are prefetched two events ahead. Smaller ones
 /// keep their hot state in the L2 cache, where the extra work costs more than the
 /// misses it hides (benchmark (a), 768 ports: +20 % time); on benchmark (c), 6144

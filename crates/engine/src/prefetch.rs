@@ -5,7 +5,7 @@
 /// Starts loading the first `n` cache lines of `*at` into the cache. A hint: it never
 /// faults and changes no state, so any reference will do.
 #[inline]
-pub(crate) fn lines<T>(at: &T, n: usize) {
+pub fn lines<T>(at: &T, n: usize) {
     let at = at as *const T as *const i8;
     #[cfg(target_arch = "x86_64")]
     for i in 0..n {
