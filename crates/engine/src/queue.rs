@@ -93,8 +93,8 @@ struct Node<E> {
 pub struct EventQueue<E> {
     nodes: Vec<Node<E>>,
     free: u32,
-    head: Vec<u32>,
-    tail: Vec<u32>,
+    /// Per bucket, its first and last node (one access reads both).
+    ends: Vec<(u32, u32)>,
     /// Bit `b` set while bucket `b` is non-empty.
     occupied: [u64; WORDS],
     /// Absolute bucket number (`time >> BUCKET_SHIFT`) of the current bucket; the
@@ -119,8 +119,7 @@ impl<E: Copy> EventQueue<E> {
         EventQueue {
             nodes: Vec::new(),
             free: NIL,
-            head: vec![NIL; BUCKETS],
-            tail: vec![NIL; BUCKETS],
+            ends: vec![(NIL, NIL); BUCKETS],
             occupied: [0; WORDS],
             cursor: 0,
             overflow: BinaryHeap::new(),
@@ -195,17 +194,16 @@ impl<E: Copy> EventQueue<E> {
         let slot = (e.bucket() & MASK) as usize;
         let time = e.time;
         let n = self.node(e);
-        let (head, tail) = (self.head[slot], self.tail[slot]);
+        let (head, tail) = self.ends[slot];
         if head == NIL {
-            self.head[slot] = n;
-            self.tail[slot] = n;
+            self.ends[slot] = (n, n);
             self.occupied[slot / 64] |= 1 << (slot % 64);
         } else if self.time_of(tail) <= time {
             self.nodes[tail as usize].next = n;
-            self.tail[slot] = n;
+            self.ends[slot].1 = n;
         } else if time < self.time_of(head) {
             self.nodes[n as usize].next = head;
-            self.head[slot] = n;
+            self.ends[slot].0 = n;
         } else {
             let mut prev = head;
             loop {
@@ -273,16 +271,16 @@ impl<E: Copy> EventQueue<E> {
             return None;
         }
         let mut slot = (self.cursor & MASK) as usize;
-        if self.head[slot] == NIL {
+        if self.ends[slot].0 == NIL {
             self.advance();
             slot = (self.cursor & MASK) as usize;
         }
-        let n = self.head[slot];
+        let n = self.ends[slot].0;
         debug_assert!(n != NIL, "advance found an occupied bucket");
         let node = self.nodes[n as usize];
-        self.head[slot] = node.next;
+        self.ends[slot].0 = node.next;
         if node.next == NIL {
-            self.tail[slot] = NIL;
+            self.ends[slot].1 = NIL;
             self.occupied[slot / 64] &= !(1 << (slot % 64));
         }
         self.nodes[n as usize].next = self.free;
@@ -297,7 +295,7 @@ impl<E: Copy> EventQueue<E> {
     fn peek_entry(&self) -> Option<(u64, &E)> {
         match self.next_occupied() {
             Some(d) => {
-                let node = &self.nodes[self.head[((self.cursor + d) & MASK) as usize] as usize];
+                let node = &self.nodes[self.ends[((self.cursor + d) & MASK) as usize].0 as usize];
                 Some((node.time, &node.event))
             }
             None => self.overflow.peek().map(|e| (e.time, &e.event)),
@@ -327,7 +325,7 @@ impl<E: Copy> EventQueue<E> {
             return out;
         };
         let mut bucket = self.cursor + d;
-        let mut n = self.head[(bucket & MASK) as usize];
+        let mut n = self.ends[(bucket & MASK) as usize].0;
         for slot in out.iter_mut() {
             let node = &self.nodes[n as usize];
             *slot = Some(&node.event);
@@ -337,7 +335,7 @@ impl<E: Copy> EventQueue<E> {
                 match self.next_occupied_after(bucket) {
                     Some(b) => {
                         bucket = b;
-                        n = self.head[(b & MASK) as usize];
+                        n = self.ends[(b & MASK) as usize].0;
                     }
                     None => return out,
                 }
