@@ -89,18 +89,6 @@ impl<T: Copy + Default, const N: usize> Ring<T, N> {
         Some(x)
     }
 
-    /// Starts loading the entry the next [`pop_front`](Self::pop_front) moves into the
-    /// array, if any: it sits in the separate heap FIFO, which nothing else near the
-    /// pop touches, so a deep ring's pop otherwise waits for it.
-    #[inline]
-    pub fn prefetch_spill(&self) {
-        if self.spilled > 0 {
-            if let Some(next) = self.spill.front() {
-                crate::prefetch::lines(next, 1);
-            }
-        }
-    }
-
     /// The oldest entry.
     #[inline]
     pub fn front(&self) -> Option<&T> {

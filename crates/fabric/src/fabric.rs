@@ -368,15 +368,12 @@ impl Fabric {
 
     /// The second prefetch step, for the very next event: its port and packet were
     /// asked for one event earlier ([`prefetch`](Self::prefetch)) and are likely in
-    /// cache, so what they point to can be asked for now: for an arrival, the wire
-    /// entry that moves into the port when the frame leaves a wire deeper than
-    /// `WIRE_INLINE` frames, and at an ECMP switch the egress
-    /// port the frame will be queued on.
+    /// cache, so what they point to can be asked for now: for an arrival at an ECMP
+    /// switch, the egress port the frame will be queued on.
     #[inline]
     pub fn prefetch_near(&self, ev: &FabricEvent) {
         let FabricEvent::Arrive(p, slot) = *ev else { return };
         let Some(port) = self.ports.get(p as usize) else { return };
-        port.wire.prefetch_spill();
         if port.kind == PortKind::Down || self.cfg.routing != Routing::Ecmp {
             return;
         }
