@@ -108,19 +108,19 @@ impl Pair {
     }
 
     fn after_input(&mut self, side: usize) {
+        self.collect(side);
+        self.serve(side);
+    }
+
+    /// Records `side`'s application events and arms its timer.
+    fn collect(&mut self, side: usize) {
         let now = self.q.now();
         while let Some(e) = self.eps[side].poll_event() {
             self.events.push((now, side, e));
         }
-        if let Some(t) = self.eps[side].poll_timeout() {
-            // A deadline already past fires now; remember when the event really is.
-            let t = t.max(now);
-            if self.timer_at[side].is_none_or(|a| t < a) {
-                self.timer_at[side] = Some(t);
-                self.q.push(t, Ev::Timer(side));
-            }
+        if let Some(t) = arm(&self.eps[side], now, &mut self.timer_at[side]) {
+            self.q.push(t, Ev::Timer(side));
         }
-        self.serve(side);
     }
 
     fn serve(&mut self, side: usize) {
@@ -151,17 +151,7 @@ impl Pair {
             Poll::Wait(t) => self.q.push(t, Ev::Wake(side)),
             Poll::Idle => {}
         }
-        while let Some(e) = self.eps[side].poll_event() {
-            self.events.push((now, side, e));
-        }
-        if let Some(t) = self.eps[side].poll_timeout() {
-            // A deadline already past fires now; remember when the event really is.
-            let t = t.max(now);
-            if self.timer_at[side].is_none_or(|a| t < a) {
-                self.timer_at[side] = Some(t);
-                self.q.push(t, Ev::Timer(side));
-            }
-        }
+        self.collect(side);
     }
 
     /// Runs until nothing is left to do or `limit` is reached.
@@ -183,15 +173,7 @@ impl Pair {
                 }
                 Ev::Wake(side) => self.serve(side),
                 Ev::Timer(side) => {
-                    if self.timer_at[side] == Some(now) {
-                        self.timer_at[side] = None;
-                    }
-                    if self.eps[side].poll_timeout().is_some_and(|d| d <= now) {
-                        self.eps[side].on_timeout(now);
-                        // The transport contract, as the simulator checks it.
-                        let next = self.eps[side].poll_timeout();
-                        assert!(next.is_none_or(|d| d > now), "side {side} left its deadline at {next:?} <= {now}");
-                    }
+                    fire(&mut self.eps[side], side, now, &mut self.timer_at[side]);
                     self.after_input(side);
                 }
             }
@@ -218,6 +200,30 @@ impl Pair {
                 _ => None,
             })
             .collect()
+    }
+}
+
+/// The time to schedule `ep`'s timer event for, if it needs one earlier than the one
+/// `armed` (a deadline already past fires now; `armed` remembers when the event really
+/// is), as the simulator's hosts arm theirs.
+fn arm(ep: &dyn Endpoint, now: Time, armed: &mut Option<Time>) -> Option<Time> {
+    let t = ep.poll_timeout()?.max(now);
+    armed.is_none_or(|a| t < a).then(|| {
+        *armed = Some(t);
+        t
+    })
+}
+
+/// A timer event of `side` at `now`: fires its timeout if due, and checks the transport
+/// contract as the simulator does (after `on_timeout` the deadline is later than `now`).
+fn fire(ep: &mut dyn Endpoint, side: usize, now: Time, armed: &mut Option<Time>) {
+    if *armed == Some(now) {
+        *armed = None;
+    }
+    if ep.poll_timeout().is_some_and(|d| d <= now) {
+        ep.on_timeout(now);
+        let next = ep.poll_timeout();
+        assert!(next.is_none_or(|d| d > now), "side {side} left its deadline at {next:?} <= {now}");
     }
 }
 
@@ -286,12 +292,8 @@ pub fn run_two_ports(
                     acked.push(now);
                 }
             }
-            if let Some(t) = eps[side].poll_timeout() {
-                let t = t.max(now);
-                if armed[side].is_none_or(|a| t < a) {
-                    armed[side] = Some(t);
-                    q.push(t, Ev::Timer(side));
-                }
+            if let Some(t) = arm(eps[side].as_ref(), now, &mut armed[side]) {
+                q.push(t, Ev::Timer(side));
             }
         }
         let Some((t, ev)) = q.pop() else { break };
@@ -309,14 +311,7 @@ pub fn run_two_ports(
             }
             Ev::Kick(side) => inputs.push(side),
             Ev::Timer(side) => {
-                if armed[side] == Some(now) {
-                    armed[side] = None;
-                }
-                if eps[side].poll_timeout().is_some_and(|d| d <= now) {
-                    eps[side].on_timeout(now);
-                    let next = eps[side].poll_timeout();
-                    assert!(next.is_none_or(|d| d > now), "side {side}: deadline {next:?} <= {now}");
-                }
+                fire(eps[side].as_mut(), side, now, &mut armed[side]);
                 inputs.push(side);
             }
         }
