@@ -492,6 +492,26 @@ impl EvSets {
         Some((ev, slot))
     }
 
+    /// An EV of plane index `p` outside the rotation, for a packet resent when every
+    /// active EV of the plane has gone silent (see `MrcSender::poll_transmit`): a fresh
+    /// one, which joins the backups, while the sets may still grow, else a backup drawn
+    /// at random; counted as a retransmission on it. `None` if there is neither.
+    pub fn explore(&mut self, p: u8, now: Time) -> Option<(u32, u32)> {
+        let i = if self.entries.len() < self.max_entries() {
+            let i = self.fresh(p, EvState::Backup, now);
+            self.backup[p as usize].push_back(i);
+            i
+        } else {
+            let pool = &self.backup[p as usize];
+            if pool.is_empty() {
+                return None;
+            }
+            pool[self.rng.below(pool.len() as u64) as usize]
+        };
+        self.count_send(i, true);
+        Some((self.hot[i as usize].ev, i))
+    }
+
     /// An active EV of plane index `p` for a control packet, chosen without moving the
     /// data rotation.
     pub fn any_active(&mut self, p: u8) -> Option<u32> {

@@ -527,6 +527,21 @@ impl MrcSender {
         self.handle_losses(now, false);
     }
 
+    /// Whether plane index `i` has active EVs and every one has a packet out, neither
+    /// acknowledged nor found lost, sent two round trips or more before `now`.
+    fn rotation_silent(&self, i: u8, now: Time) -> bool {
+        let by = self.rack_rtt().mul(2);
+        let mut out: Vec<u32> = self
+            .buf
+            .live_on_port(self.info.first_port + i)
+            .into_iter()
+            .filter_map(|psn| self.buf.record(psn).filter(|r| r.sent_at + by <= now).map(|r| r.ev))
+            .collect();
+        out.sort_unstable();
+        let active = self.evs.active(i);
+        !active.is_empty() && active.iter().all(|ev| out.binary_search(ev).is_ok())
+    }
+
     /// Records the losses in `self.lost` against their planes.
     fn note_plane_losses(&mut self) {
         for &(_, rec) in &self.lost {
@@ -760,7 +775,21 @@ impl Endpoint for MrcSender {
             self.buf.requeue(psn);
             return idle;
         }
-        let Some((ev, slot)) = self.evs.next_sent(i, now, old, old.is_some()) else {
+        // A second silent timeout in a row, and every active EV of the plane has a
+        // packet out unanswered for two round trips: the whole rotation may be dead
+        // (ECMP hashed it into a switch that then failed). With nothing later
+        // acknowledged no timeout can show which EVs lost their packets, so none is
+        // retired, and resent round the rotation the packet was lost for ever (a 256 KB
+        // flow over two EVs, both through a dead spine of two, stalled with 14 timeouts
+        // and no retirement). It goes on a path outside the rotation instead; if that
+        // delivers, RACK and the timeouts find the dead EVs.
+        let explored =
+            if timed_out && self.copy_psn == Some(psn) && self.rtt.backoff() >= 2 && self.rotation_silent(i, now) {
+                self.evs.explore(i, now)
+            } else {
+                None
+            };
+        let Some((ev, slot)) = explored.or_else(|| self.evs.next_sent(i, now, old, old.is_some())) else {
             // No active EV on this plane (its slots were given up): the
             // retransmission goes back to the head of the queue for another plane.
             // (It is still marked lost, which `mark_lost` would refuse to queue again.)
