@@ -141,6 +141,11 @@ pub struct MrcSender {
     /// duplicate they cause says nothing about RACK's window.
     deliberate: [u32; 16],
     deliberate_at: usize,
+    /// The EVs the timer's resends (and their second copies) went out on since the last
+    /// acknowledgement, and the EV the first of them had been lost on: with fewer
+    /// packets out than active EVs, the live packets alone never cover the rotation
+    /// (see `rotation_silent`). Cleared by any SACK or NACK.
+    silent: Vec<u32>,
     /// A tail loss probe went out since the last acknowledgement with news.
     tlp_sent: bool,
     /// RACK's reordering window is `reo × reo_mult`, at most the smoothed RTT.
@@ -184,6 +189,7 @@ impl MrcSender {
             copy_psn: None,
             deliberate: [u32::MAX; 16],
             deliberate_at: 0,
+            silent: Vec::new(),
             tlp_sent: false,
             reo_mult: 1,
             acks_since_spurious: 0,
@@ -303,6 +309,7 @@ impl MrcSender {
         if ev == first {
             return;
         }
+        self.note_silent(ev);
         let mut copy = pkt;
         copy.net.set_entropy(ev);
         copy.ext.ev = ev;
@@ -527,8 +534,17 @@ impl MrcSender {
         self.handle_losses(now, false);
     }
 
-    /// Whether plane index `i` has active EVs and every one has a packet out, neither
-    /// acknowledged nor found lost, sent two round trips or more before `now`.
+    /// Notes that `ev` carries one of the timer's resends: if the next timeout comes
+    /// before any acknowledgement, it went unanswered (see `silent`).
+    fn note_silent(&mut self, ev: u32) {
+        if !self.silent.contains(&ev) {
+            self.silent.push(ev);
+        }
+    }
+
+    /// Whether plane index `i` has active EVs and every one has gone unanswered since
+    /// the last acknowledgement: a packet out on it, neither acknowledged nor found
+    /// lost, sent two round trips or more before `now`, or a timer's resend on it.
     fn rotation_silent(&self, i: u8, now: Time) -> bool {
         let by = self.rack_rtt().mul(2);
         let mut out: Vec<u32> = self
@@ -536,6 +552,7 @@ impl MrcSender {
             .live_on_port(self.info.first_port + i)
             .into_iter()
             .filter_map(|psn| self.buf.record(psn).filter(|r| r.sent_at + by <= now).map(|r| r.ev))
+            .chain(self.silent.iter().copied())
             .collect();
         out.sort_unstable();
         let active = self.evs.active(i);
@@ -637,6 +654,10 @@ impl Endpoint for MrcSender {
     }
 
     fn on_packet(&mut self, now: Time, pkt: &Packet) {
+        if matches!(pkt.bth.opcode, opcode::X_SACK | opcode::X_NACK) && !self.silent.is_empty() {
+            // Something came back: the silence is over.
+            self.silent.clear();
+        }
         match pkt.bth.opcode {
             opcode::X_SACK => self.on_sack(now, &pkt.ext),
             opcode::X_NACK => {
@@ -775,20 +796,25 @@ impl Endpoint for MrcSender {
             self.buf.requeue(psn);
             return idle;
         }
-        // A second silent timeout in a row, and every active EV of the plane has a
-        // packet out unanswered for two round trips: the whole rotation may be dead
+        // A second silent timeout in a row, and every active EV of the plane has gone
+        // unanswered (a packet out on it for two round trips, or one of the timer's
+        // resends since the last acknowledgement): the whole rotation may be dead
         // (ECMP hashed it into a switch that then failed). With nothing later
         // acknowledged no timeout can show which EVs lost their packets, so none is
         // retired, and resent round the rotation the packet was lost for ever (a 256 KB
         // flow over two EVs, both through a dead spine of two, stalled with 14 timeouts
         // and no retirement). It goes on a path outside the rotation instead; if that
         // delivers, RACK and the timeouts find the dead EVs.
-        let explored =
-            if timed_out && self.copy_psn == Some(psn) && self.rtt.backoff() >= 2 && self.rotation_silent(i, now) {
-                self.evs.explore(i, now)
-            } else {
-                None
-            };
+        let by_timer = timed_out && self.copy_psn == Some(psn);
+        if let Some(ev) = old.filter(|_| by_timer) {
+            // Its last copy, unanswered for a whole RTO.
+            self.note_silent(ev);
+        }
+        let explored = if by_timer && self.rtt.backoff() >= 2 && self.rotation_silent(i, now) {
+            self.evs.explore(i, now)
+        } else {
+            None
+        };
         let Some((ev, slot)) = explored.or_else(|| self.evs.next_sent(i, now, old, old.is_some())) else {
             // No active EV on this plane (its slots were given up): the
             // retransmission goes back to the head of the queue for another plane.
@@ -798,6 +824,9 @@ impl Endpoint for MrcSender {
             }
             return idle;
         };
+        if by_timer {
+            self.note_silent(ev);
+        }
         let pkt = self.buf.send(&self.info, psn, ev, port, now, old.is_some(), None, &mut self.stats);
         self.buf.set_slot(psn, slot);
         self.last_data_send = now;
