@@ -769,6 +769,13 @@ impl Sim {
         }
     }
 
+    /// Turns the run loop's deep prefetching (three events ahead, see
+    /// [`DEEP_PREFETCH_PORTS`]) on or off, whatever the fabric's size. Results never
+    /// depend on it; tests hold it to that, and speed comparisons use it.
+    pub fn set_deep_prefetch(&mut self, on: bool) {
+        self.deep_prefetch = on;
+    }
+
     /// Runs to the end. `progress` is called every 65,536 events; returning `false`
     /// cancels the run (the result then covers what was simulated). A scenario with
     /// `partitions > 1` runs on that many threads (see [`crate::parallel`]).
@@ -871,7 +878,7 @@ impl Sim {
 
     /// Asks the cache for what the next events will touch.
     #[inline]
-    fn prefetch_next(&self) {
+    fn prefetch_next(&mut self) {
         if self.deep_prefetch {
             // Three events ahead the port and packet; one ahead what they point to.
             // (Two ahead, the packet's header was often still on its way when the
@@ -881,9 +888,13 @@ impl Sim {
             if let Some(Event::Fabric(far)) = far {
                 self.fabric.prefetch(far);
             }
-            if let Some(Event::Fabric(near)) = near {
-                self.fabric.prefetch_near(near);
-            }
+            // Called for every event: it also hands the route it found one event ago
+            // to the event about to be handled.
+            let near = match near {
+                Some(Event::Fabric(near)) => Some(near),
+                _ => None,
+            };
+            self.fabric.prefetch_near(near);
         } else if let Some(Event::Fabric(next)) = self.q.peek() {
             self.fabric.prefetch(next);
         }

@@ -217,6 +217,17 @@ impl EvSets {
         };
         s.next_bits = (0..n).map(|_| s.rng.next_u64() as u32).collect();
         let per_plane = (cfg.active / planes as u32).max(1);
+        // Sized once: grown by doubling, a 1024-connection run's sets were copied
+        // and their fresh pages zeroed several times over while it was built.
+        let total = n * (per_plane + cfg.backup_per_plane) as usize;
+        s.hot.reserve_exact(total);
+        s.delivered.reserve_exact(total);
+        s.entries.reserve_exact(total);
+        s.log.reserve_exact(total);
+        for p in 0..n {
+            s.active[p].reserve_exact(per_plane as usize);
+            s.backup[p].reserve_exact(cfg.backup_per_plane as usize);
+        }
         for p in 0..n {
             for _ in 0..per_plane {
                 let i = s.fresh(p as u8, EvState::Active, now);
