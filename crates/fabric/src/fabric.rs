@@ -398,13 +398,19 @@ impl Fabric {
     /// computed for: nothing in between can change the answer, because a frame's
     /// header does not change on the wire, its slot is freed only when it arrives, and
     /// [`reroute`](Self::reroute), the one change to the tables, forgets it.
+    ///
+    /// For a frame the event delivers to a host it returns the frame, whose receiving
+    /// endpoint the caller may ask for in turn.
     #[inline]
-    pub fn prefetch_near(&mut self, ev: Option<&FabricEvent>) {
+    pub fn prefetch_near(&mut self, ev: Option<&FabricEvent>) -> Option<&Packet> {
         self.hint_cur = std::mem::replace(&mut self.hint_next, RouteHint::NONE);
-        let Some(&FabricEvent::Arrive(p, slot)) = ev else { return };
-        let Some(port) = self.ports.get(p as usize) else { return };
-        if port.kind == PortKind::Down || self.cfg.routing != Routing::Ecmp {
-            return;
+        let Some(&FabricEvent::Arrive(p, slot)) = ev else { return None };
+        let port = self.ports.get(p as usize)?;
+        if port.kind == PortKind::Down {
+            return Some(self.pool.get(slot));
+        }
+        if self.cfg.routing != Routing::Ecmp {
+            return None;
         }
         let node = &self.nodes[port.peer_node as usize];
         let egress = self.routes.egress(port.peer_node, node.plane, &self.pool.get(slot).net);
@@ -414,6 +420,7 @@ impl Fabric {
                 fabricsim_engine::prefetch::lines(egress, crate::port::HOT_LINES);
             }
         }
+        None
     }
 
     /// Handles one fabric event.

@@ -894,7 +894,16 @@ impl Sim {
                 Some(Event::Fabric(near)) => Some(near),
                 _ => None,
             };
-            self.fabric.prefetch_near(near);
+            if let Some(pkt) = self.fabric.prefetch_near(near) {
+                // A delivery: the receiving endpoint's first lines (its kind, what
+                // receiving reads first; with more than eight, no faster) and its NIC
+                // bookkeeping.
+                let ep = pkt.bth.dest_qp as usize;
+                if let (Some(e), Some(m)) = (self.eps.get(ep), self.meta.get(ep)) {
+                    fabricsim_engine::prefetch::lines(e, 8);
+                    fabricsim_engine::prefetch::lines(m, 1);
+                }
+            }
         } else if let Some(Event::Fabric(next)) = self.q.peek() {
             self.fabric.prefetch(next);
         }
