@@ -774,6 +774,9 @@ impl Sim {
     /// depend on it; tests hold it to that, and speed comparisons use it.
     pub fn set_deep_prefetch(&mut self, on: bool) {
         self.deep_prefetch = on;
+        for r in &mut self.replicas {
+            r.set_deep_prefetch(on);
+        }
     }
 
     /// Runs to the end. `progress` is called every 65,536 events; returning `false`
