@@ -6,7 +6,13 @@
 /// faults and changes no state, so any reference will do.
 #[inline]
 pub fn lines<T>(at: &T, n: usize) {
-    let at = at as *const T as *const i8;
+    lines_from(at, 0, n);
+}
+
+/// Starts loading cache lines `first .. first + n` of `*at` (counted from its start).
+#[inline]
+pub fn lines_from<T>(at: &T, first: usize, n: usize) {
+    let at = (at as *const T as *const i8).wrapping_add(64 * first);
     #[cfg(target_arch = "x86_64")]
     for i in 0..n {
         // SAFETY: `_mm_prefetch` is a hint that never faults, whatever the address;

@@ -171,11 +171,23 @@ const _: () = {
     assert!(offset_of!(Port, queues) == 64);
     assert!(offset_of!(Port, downs) < offset_of!(Port, wire));
     assert!(offset_of!(Port, stats) + offset_of!(PortStats, busy_ps) + size_of::<u64>() <= HOT_LINES * 64);
+    // What an arrival reads beyond line 0 (the link's state, the wire) is in `WIRE_LINES`.
+    assert!(offset_of!(Port, up) / 64 >= WIRE_LINES.start && offset_of!(Port, downs) / 64 >= WIRE_LINES.start);
+    assert!(WIRE_LINES.start > 0 && WIRE_LINES.end <= HOT_LINES);
 };
 
 /// Cache lines at the start of a [`Port`] that hold everything a hop touches (the
 /// prefetch before an event loads them all).
 pub(crate) const HOT_LINES: usize = 8;
+
+/// The lines of a [`Port`] from the wire's tail time to the wire's end, which with line 0
+/// are all a frame's arrival reads (it takes the frame off the wire; the class queues
+/// are only read if the port has frames to start).
+pub(crate) const WIRE_LINES: std::ops::Range<usize> = {
+    use std::mem::{offset_of, size_of};
+    let end = offset_of!(Port, wire) + size_of::<Ring<(Time, u32, u32), WIRE_INLINE>>();
+    offset_of!(Port, wire_tail) / 64..end.div_ceil(64)
+};
 
 impl Port {
     pub(crate) fn new(node: u32, index: u16, kind: PortKind, rate: Rate, delay: Dur, rng: Rng) -> Port {
@@ -269,6 +281,14 @@ impl Port {
         self.wire_tail = at;
         self.wire.push_back((at, slot, downs));
         at
+    }
+
+    /// Whether any class queue holds a frame, paused or not, read from the port's first
+    /// line: a class's queued bytes are non-zero exactly while it holds a frame (no
+    /// frame is zero bytes).
+    #[inline]
+    pub(crate) fn holds_frames(&self) -> bool {
+        self.queued.iter().any(|&b| b != 0)
     }
 
     /// The highest class with a queued frame that may be sent now.
