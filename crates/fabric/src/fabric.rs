@@ -393,8 +393,8 @@ impl Fabric {
             if matches!(*ev, FabricEvent::Arrive(..)) || (matches!(*ev, FabricEvent::TxDone(_)) && nic()) {
                 // An arrival reads line 0 and the wire, and so does a NIC port going
                 // free (it sends without class queues). (All eight hot lines, three of
-                // them class queues neither reads: 4 % slower on the 2 MB version of
-                // benchmark (c).)
+                // them class queues, which an arrival reads only when its port has
+                // frames to start: 4 % slower on the 2 MB version of benchmark (c).)
                 let wire = crate::port::WIRE_LINES;
                 fabricsim_engine::prefetch::lines(port, 1);
                 fabricsim_engine::prefetch::lines_from(port, wire.start, wire.len());
