@@ -14,32 +14,6 @@ fn run_with(toml: &str, eager: bool) -> (Sim, RunResult) {
     run_scenario(sc)
 }
 
-/// What happens on [`LOADED_K4_MRC`]: a cable failing and recovering, a rate
-/// degradation and random loss on others while queues are full, and port sampling in
-/// between.
-const BUSY_FAULTS: &str = r#"
-[[faults]]
-at = "6us"
-kind = "link_down"
-link = "edge[2].up[0]"
-[[faults]]
-at = "20us"
-kind = "link_up"
-link = "edge[2].up[0]"
-[[faults]]
-at = "8us"
-kind = "rate"
-link = "agg[1].up[1]"
-rate = "40Gbps"
-[[faults]]
-at = "9us"
-kind = "link_loss"
-link = "core[3].down[0]"
-loss = 0.02
-[output]
-sample_interval = "3us"
-"#;
-
 /// The whole scenario: [`LOADED_K4_MRC`] with these faults.
 fn busy() -> String {
     format!("{LOADED_K4_MRC}{BUSY_FAULTS}")

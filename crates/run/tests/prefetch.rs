@@ -7,18 +7,17 @@
 mod common;
 
 use common::*;
-use fabricsim_run::{results, RunResult, Sim};
+use fabricsim_run::{RunResult, Sim};
 
 fn run_deep(toml: &str, deep: bool) -> (Sim, RunResult) {
     let mut sim = Sim::new(scenario(toml)).unwrap_or_else(|e| panic!("{e}"));
     sim.set_deep_prefetch(deep);
-    let ending = sim.run(&mut |_| true);
-    let r = results(&mut sim, ending);
-    (sim, r)
+    run_sim(sim)
 }
 
 /// [`LOADED_K4_MRC`] with its `[fabric]` recomputing routes 3 us after each change,
-/// and a switch and cables failing and coming back while queues are full.
+/// a switch failing and coming back and a cable flapping while queues are full, and
+/// [`BUSY_FAULTS`].
 fn churn() -> String {
     let base = LOADED_K4_MRC.replace("[fabric]\n", "[fabric]\nreroute_after = \"3us\"\n");
     assert_ne!(base, LOADED_K4_MRC, "the base scenario has a [fabric] table");
@@ -28,10 +27,6 @@ fn churn() -> String {
 at = "5us"
 kind = "switch_down"
 switch = "agg[1]"
-[[faults]]
-at = "6us"
-kind = "link_down"
-link = "edge[2].up[0]"
 [[faults]]
 at = "12us"
 kind = "switch_up"
@@ -43,14 +38,7 @@ link = "core[1].down[2]"
 period = "4us"
 duty = 0.5
 until = "40us"
-[[faults]]
-at = "9us"
-kind = "link_loss"
-link = "core[3].down[0]"
-loss = 0.02
-[output]
-sample_interval = "3us"
-"#
+{BUSY_FAULTS}"#
     )
 }
 

@@ -16,7 +16,11 @@ pub fn run(toml: &str) -> (Sim, RunResult) {
 
 /// Runs `sc` and returns the finished simulation and its results.
 pub fn run_scenario(sc: Scenario) -> (Sim, RunResult) {
-    let mut sim = Sim::new(sc).unwrap_or_else(|e| panic!("{e}"));
+    run_sim(Sim::new(sc).unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// Runs a built `sim` to the end and returns it with its results.
+pub fn run_sim(mut sim: Sim) -> (Sim, RunResult) {
     let ending = sim.run(&mut |_| true);
     let r = results(&mut sim, ending);
     (sim, r)
@@ -51,6 +55,32 @@ kind = "incast"
 senders = [4, 5, 6, 8, 9, 10, 12]
 receiver = 1
 size = "200KB"
+"#;
+
+/// What happens on [`LOADED_K4_MRC`]: a cable failing and recovering, a rate
+/// degradation and random loss on others while queues are full, and port sampling in
+/// between.
+pub const BUSY_FAULTS: &str = r#"
+[[faults]]
+at = "6us"
+kind = "link_down"
+link = "edge[2].up[0]"
+[[faults]]
+at = "20us"
+kind = "link_up"
+link = "edge[2].up[0]"
+[[faults]]
+at = "8us"
+kind = "rate"
+link = "agg[1].up[1]"
+rate = "40Gbps"
+[[faults]]
+at = "9us"
+kind = "link_loss"
+link = "core[3].down[0]"
+loss = 0.02
+[output]
+sample_interval = "3us"
 "#;
 
 pub fn col_i64(r: &RunResult, name: &str) -> Vec<i64> {

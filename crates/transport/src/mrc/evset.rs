@@ -227,8 +227,6 @@ impl EvSets {
         for p in 0..n {
             s.active[p].reserve_exact(per_plane as usize);
             s.backup[p].reserve_exact(cfg.backup_per_plane as usize);
-        }
-        for p in 0..n {
             for _ in 0..per_plane {
                 let i = s.fresh(p as u8, EvState::Active, now);
                 s.active[p].push(s.slot(i));
