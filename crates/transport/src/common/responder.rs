@@ -32,37 +32,47 @@ pub struct SprayResponderConfig {
 }
 
 /// The receiving side of a multipath connection.
+///
+/// `repr(C)`, in the order a data packet's arrival reads the fields: the run loop
+/// prefetches an endpoint's first lines one event before it delivers a packet, and
+/// with the compiler's order what every packet reads (the receive window, the
+/// counters) sat past those lines, behind the per-plane queues and the rarely used
+/// stored acknowledgement. Per-plane arrays come last among the hot fields, so a
+/// single-plane connection's entries are within the prefetched lines.
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct SprayResponder {
     info: ConnInfo,
     cfg: SprayResponderConfig,
     win: RecvWindow,
-    /// Control packets waiting, per local NIC port (offset from `first_port`).
-    ctrl: [VecDeque<Packet>; MAX_PLANES],
+    /// The highest PSN that arrived, with the entropy value and send time of its copy:
+    /// what a repeated acknowledgement reports (see `unheard_ack`).
+    highest: Option<(u32, u32, u64)>,
+    /// Per plane, the entropy value of the latest data packet that arrived (0: none).
+    last_data_ev: [u32; MAX_PLANES],
+    rev_ev: [u32; MAX_PLANES],
+    next_rev_probe: Time,
+    stats: EndpointStats,
     /// Bit `p` set while local NIC port `p` is up.
     ports_up: u8,
     /// Changes of `ports_up` so far (wrapping), sent with it ([`Ext::port_epoch`]).
     port_epoch: u16,
-    rev_ev: [u32; MAX_PLANES],
-    /// Per plane, the entropy value of the latest data packet that arrived (0: none).
-    last_data_ev: [u32; MAX_PLANES],
-    /// The latest acknowledgement while a duplicate says they are being lost (the
-    /// plane it answered, and the packet): repeated once a reverse probe finds a path.
-    unheard_ack: Option<(u8, Packet)>,
-    next_rev_probe: Time,
-    /// The highest PSN that arrived, with the entropy value and send time of its copy:
-    /// what a repeated acknowledgement reports (see `unheard_ack`).
-    highest: Option<(u32, u32, u64)>,
-    /// Per plane, when duplicates (or a port coming back up) last forced a reverse
-    /// probe: one round per probe interval, not one per duplicate (a timeout's resends
-    /// arrive as a burst).
-    forced_probe_at: [Time; MAX_PLANES],
+    /// The plane of `unheard_ack` while one is stored.
+    unheard_port: Option<u8>,
     /// Per plane, rounds of forced reverse probes left after its port came back up
     /// (0: none): repeated until one is answered, as the sender has nothing in flight
     /// that would make us probe again.
     reprobe: [u8; MAX_PLANES],
+    /// Control packets waiting, per local NIC port (offset from `first_port`).
+    ctrl: [VecDeque<Packet>; MAX_PLANES],
+    /// Per plane, when duplicates (or a port coming back up) last forced a reverse
+    /// probe: one round per probe interval, not one per duplicate (a timeout's resends
+    /// arrive as a burst).
+    forced_probe_at: [Time; MAX_PLANES],
     rng: Rng,
-    stats: EndpointStats,
+    /// While `unheard_port` is set, the latest acknowledgement while a duplicate says
+    /// they are being lost (on that plane): repeated once a reverse probe finds a path.
+    unheard_ack: Packet,
 }
 
 impl SprayResponder {
@@ -81,7 +91,8 @@ impl SprayResponder {
             port_epoch: 0,
             rev_ev,
             last_data_ev: [0; MAX_PLANES],
-            unheard_ack: None,
+            unheard_port: None,
+            unheard_ack: Packet::default(),
             next_rev_probe: Time::ZERO,
             forced_probe_at: [Time::ZERO; MAX_PLANES],
             reprobe: [0; MAX_PLANES],
@@ -91,6 +102,18 @@ impl SprayResponder {
             cfg,
             stats: EndpointStats::default(),
         }
+    }
+
+    /// Keeps `ack`, the latest acknowledgement on plane `port`, to repeat it once a
+    /// reverse probe of that plane is answered.
+    fn store_unheard(&mut self, port: u8, ack: Packet) {
+        self.unheard_port = Some(port);
+        self.unheard_ack = ack;
+    }
+
+    /// The stored acknowledgement if it is for plane `port`, which it then no longer is.
+    fn take_unheard(&mut self, port: u8) -> Option<Packet> {
+        self.unheard_port.take_if(|p| *p == port).map(|_| self.unheard_ack)
     }
 
     /// A random entropy value tagged with NIC port (plane) `port`.
@@ -243,7 +266,7 @@ impl Endpoint for SprayResponder {
                     // The sender may be waiting on a timeout for an acknowledgement
                     // that died on the old path (a duplicate showed it, or the sender
                     // says it has heard none): repeat the latest on the new one.
-                    let stored = self.unheard_ack.take_if(|(port, _)| *port == p).map(|(_, ack)| ack);
+                    let stored = self.take_unheard(p);
                     if stored.is_some() || pkt.ext.flags & Ext::F_UNHEARD != 0 {
                         if let Some(ack) = self.repeat_ack(stored) {
                             self.queue(p, ack, 0);
@@ -324,8 +347,8 @@ impl Endpoint for SprayResponder {
             bitmap: if self.cfg.sack { self.win.sack_bits(psn) } else { 0 },
             ..Default::default()
         };
-        if self.cfg.reverse_probe.is_some() && (duplicate || self.unheard_ack.is_some()) {
-            self.unheard_ack = Some((port, ack));
+        if self.cfg.reverse_probe.is_some() && (duplicate || self.unheard_port.is_some()) {
+            self.store_unheard(port, ack);
         }
         self.queue(port, ack, pkt.ext.ev);
         self.maybe_probe_reverse(now, None, 0);
@@ -358,7 +381,7 @@ impl Endpoint for SprayResponder {
                 if let Some(ack) = self.repeat_ack(None) {
                     // (Repeated after a probe's answer without the flag: the
                     // announcement is made once.)
-                    self.unheard_ack = Some((port, ack));
+                    self.store_unheard(port, ack);
                     let mut flagged = ack;
                     flagged.ext.flags |= Ext::F_PORT_UP;
                     self.queue(port, flagged, 0);
