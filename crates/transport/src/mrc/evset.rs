@@ -697,8 +697,15 @@ impl EvSets {
                 self.leave(out);
                 self.empty_slots[p] += 1;
             }
-        } else if !std::mem::take(&mut self.entries[i as usize].suspect) {
-            // Not in use (already retired, or a backup): nothing to take out.
+        } else if std::mem::take(&mut self.entries[i as usize].suspect) {
+            // Held apart since RACK suspected it (see `demote`): nothing to take out.
+        } else if self.entries[i as usize].state == EvState::Backup {
+            // A backup lost a packet it carried (sent there by `explore` because the
+            // rotation had gone silent): left in the pool it could be drawn again, or
+            // fill the next active slot that empties, and lose that plane's packets.
+            self.backup[p].retain(|&b| b != i);
+        } else {
+            // Already retired or being probed: nothing to take out.
             return;
         }
         self.set_state(i, EvState::Retired, now);
@@ -928,6 +935,34 @@ mod tests {
         }
         assert_eq!(s.active_per_plane(), vec![1, 4, 4, 4]);
         assert_eq!(s.next(0, now, None), Some(back));
+    }
+
+    #[test]
+    fn an_explored_backup_that_loses_a_packet_is_retired_not_drawn_again() {
+        // The rotation went silent and a resend went out on a backup (`explore`); the
+        // backup lost it too. It leaves the pool for the probes, and neither further
+        // exploration nor a refill of the rotation draws it again.
+        let mut s = EvSets::new(cfg(), 0, 1, Time::ZERO, Rng::new(5));
+        // Grow the set to its bound, so that exploring draws an existing backup.
+        while s.entries.len() < s.max_entries() {
+            s.explore(0, Time::ZERO).expect("a fresh EV");
+        }
+        let (dead, _) = s.explore(0, Time(1_000)).expect("a backup");
+        assert_eq!(s.state(dead), Some(EvState::Backup));
+        let before = s.backup[0].len();
+        s.retire(dead, Time(2_000), u8::MAX);
+        assert_eq!(s.state(dead), Some(EvState::Retired));
+        assert_eq!(s.backup[0].len(), before - 1);
+        for k in 0..200u64 {
+            let (ev, _) = s.explore(0, Time(3_000 + k)).expect("backups remain");
+            assert_ne!(ev, dead, "a dead backup drawn again");
+        }
+        // Retiring every active EV refills the rotation from the pool, never with it.
+        for k in 0..s.active(0).len() as u64 {
+            let ev = s.next(0, Time(10_000 + k), None).unwrap();
+            s.retire(ev, Time(10_000 + k), u8::MAX);
+            assert!(!s.active(0).contains(&dead), "a dead backup refilled the rotation");
+        }
     }
 
     #[test]
