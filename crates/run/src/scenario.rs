@@ -480,7 +480,7 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
             })
         }
         "udmp" => {
-            let delta = r.int("delta", 64, 1, 1 << 20)? as u32;
+            let delta = r.opt_int("delta", 1, 1 << 20)?.map(|v| v as u32);
             TransportSpec::Udmp(UdmpSpec {
                 paths: paths(&mut r, 256)?,
                 alpha: r.float("alpha", 0.125, 1e-6, 1.0)?,
@@ -489,7 +489,7 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
                 explore: r.float("explore", 0.01, 0.0, 1.0)?,
                 ooo_aware: r.bool("ooo_aware", true)?,
                 delta,
-                window: window(&mut r, delta)?,
+                window: window(&mut r, delta.unwrap_or(1))?,
                 min_rto: rto_duration(&mut r, "min_rto", Dur::from_us(100))?,
                 fixed_rate: r.rate("fixed_rate")?,
                 flow_control: r.bool("flow_control", false)?,

@@ -58,12 +58,20 @@ TRANSPORTS: Dict[str, Dict[str, Any]] = {
     # Diagnostics (not in the paper): UDMP's load balancer alone, Algorithm 1's rate
     # replaced by a constant 90 Gb/s (below the ~93.5 Gb/s a NIC can send while it also
     # carries per-packet ACKs for the host's incoming flow: at line rate the bytes pool,
-    # which nothing caps, would grow without bound and the ACK clock with it); and UDMP
-    # without out-of-order awareness (Fig. 7).
+    # which nothing caps, would grow without bound and the ACK clock with it; other
+    # packet sizes scale it, see `lb_only_rate_gbps`); and UDMP without out-of-order
+    # awareness (Fig. 7).
     "udmp_lb_only": {"kind": "udmp", "fixed_rate": "90Gbps"},
     "udmp_no_ooo": {"kind": "udmp", "ooo_aware": False},
     "stellar": {"kind": "stellar"},
 }
+
+
+def lb_only_rate_gbps(mtu: int, line_gbps: float = 100.0) -> int:
+    """``udmp_lb_only``'s constant rate for packets of ``mtu`` bytes: 96 % of the data
+    rate a NIC can send while it also sends an ACK for every packet it receives, in
+    whole Gb/s (90 with 4 KB packets, 75 with 1000 bytes)."""
+    return round(0.96 * line_gbps * mtu / (mtu + MULTIPATH_OVERHEAD + ACK_WIRE))
 
 
 def transport(name: str) -> Dict[str, Any]:
@@ -287,8 +295,11 @@ def permutation(name: str, k: int = 4, hosts_per_edge: int = 8, pods: Optional[i
             "fabric_link": "400Gbps", "mtu": mtu}
     if pods:
         topo["pods"] = pods
+    tr = transport(name)
+    if name == "udmp_lb_only":
+        tr["fixed_rate"] = f"{lb_only_rate_gbps(mtu)}Gbps"
     sc = {"name": f"udmp-permutation-{name}", "seed": seed, "topology": topo,
-          "fabric": {"ecn": ecn or ECN_STEP}, "transport": transport(name),
+          "fabric": {"ecn": ecn or ECN_STEP}, "transport": tr,
           "workload": {"kind": "permutation", "size": size},
           "output": {"sample_interval": sample_interval, "plots": False}}
     if faults:
