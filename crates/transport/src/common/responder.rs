@@ -37,8 +37,9 @@ pub struct SprayResponderConfig {
 /// prefetches an endpoint's first lines one event before it delivers a packet, and
 /// with the compiler's order what every packet reads (the receive window, the
 /// counters) sat past those lines, behind the per-plane queues and the rarely used
-/// stored acknowledgement. Per-plane arrays come last among the hot fields, so a
-/// single-plane connection's entries are within the prefetched lines.
+/// stored acknowledgement. The per-plane control queues come last among the hot
+/// fields (a connection on one plane reads only the first, which is still within the
+/// prefetched lines); what only probes and port changes read follows them.
 #[derive(Clone, Debug)]
 #[repr(C)]
 pub struct SprayResponder {
