@@ -201,6 +201,35 @@ fn an_untrimmed_loss_retires_the_ev_and_probes_bring_it_back() {
 }
 
 #[test]
+fn a_suspect_lost_near_the_end_of_a_message_is_retired_an_rto_later_without_more_input() {
+    // PSN 60 of 64 is lost. RACK finds it from later packets on other EVs and suspects
+    // its EV; no later packet goes on that EV and its copy never arrives, so only the
+    // timeout rule can settle the suspicion, and after the message nothing else comes
+    // in: the sender's timer must fire for it.
+    let mut p = pair(5);
+    let lost = std::rc::Rc::new(std::cell::Cell::new(None));
+    let l = lost.clone();
+    p.fate = Box::new(move |side, pkt: &mut Packet, _| {
+        let lose = side == 0 && pkt.is_data() && pkt.bth.psn == 60 && l.get().is_none();
+        if lose {
+            l.set(Some((pkt.ext.ev, pkt.ext.ts)));
+        }
+        (lose, false)
+    });
+    p.post(Message { seq: 0, len: 64 * 4096, va: 0, rkey: 1 });
+    p.run(Time::MAX);
+    assert_eq!(p.received().len(), 1);
+    let (ev, sent) = lost.get().unwrap();
+    let done = acked_at(&p);
+    let states: Vec<(Time, EvState)> = log(&mut p).iter().filter(|l| l.ev == ev).map(|l| (l.time, l.state)).collect();
+    assert_eq!(states.get(1).map(|s| s.1), Some(EvState::Backup), "suspected first: {states:?}");
+    let retired =
+        states.iter().find(|s| s.1 == EvState::Retired).unwrap_or_else(|| panic!("never retired: {states:?}"));
+    assert!(retired.0 > done, "retired after the message completed: {states:?}");
+    assert!(retired.0 <= Time(sent) + Dur::from_us(100), "an RTO (50-100 us) after its send: {states:?}");
+}
+
+#[test]
 fn a_late_packet_on_a_slow_path_is_resent_but_its_ev_is_not_retired() {
     let mut p = pair(3);
     // From PSN 30 on, one EV's path holds a 30 us queue (less than an RTO) that drains: its

@@ -292,6 +292,20 @@ impl MrcSender {
         }
     }
 
+    /// When [`settle_suspects`](Self::settle_suspects)' timeout rule next retires a
+    /// suspected EV: an RTO after the suspect's send, for one sent no later than the
+    /// newest acknowledged packet. (Checked only on input, the rule waited for the next
+    /// acknowledgement or timer, and an idle connection kept the EV out of the rotation
+    /// without retiring it until its next message.)
+    fn suspect_deadline(&self) -> Option<Time> {
+        if self.suspects.is_empty() {
+            return None;
+        }
+        let progress = self.buf.newest_acked_send()?;
+        let rto = self.rtt.rto();
+        self.suspects.iter().filter(|s| s.2 <= progress).map(|s| s.2 + rto).min()
+    }
+
     /// The packet a silent timeout resends (nothing sent since got through) goes on a
     /// second EV of its plane too, right behind the first (the record keeps the first;
     /// both carry its send time, so either acknowledgement settles it). When part of
@@ -844,7 +858,10 @@ impl Endpoint for MrcSender {
 
     fn poll_timeout(&self) -> Option<Time> {
         let rto = self.rto_deadline();
-        [rto, self.rack_deadline(), self.evs.next_probe_timeout(), self.tlp_deadline(rto)].into_iter().flatten().min()
+        [rto, self.rack_deadline(), self.evs.next_probe_timeout(), self.tlp_deadline(rto), self.suspect_deadline()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     fn poll_event(&mut self) -> Option<AppEvent> {
