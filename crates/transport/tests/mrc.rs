@@ -64,6 +64,21 @@ fn first_seen() -> impl FnMut(u32) -> bool {
     move |v| *first.get_or_insert(v) == v
 }
 
+/// Loses the first copy of data PSN `psn`; the cell then holds the entropy value and
+/// send timestamp it went out with.
+fn lose_first_copy(p: &mut Pair, psn: u32) -> std::rc::Rc<std::cell::Cell<Option<(u32, u64)>>> {
+    let lost = std::rc::Rc::new(std::cell::Cell::new(None));
+    let l = lost.clone();
+    p.fate = Box::new(move |side, pkt: &mut Packet, _| {
+        let lose = side == 0 && pkt.is_data() && pkt.bth.psn == psn && l.get().is_none();
+        if lose {
+            l.set(Some((pkt.ext.ev, pkt.ext.ts)));
+        }
+        (lose, false)
+    });
+    lost
+}
+
 /// When the requester saw its first message fully acknowledged.
 fn acked_at(p: &Pair) -> Time {
     acked_at_nth(p, 0)
@@ -176,20 +191,12 @@ fn a_trimmed_packet_is_resent_at_once_and_its_ev_stays_active() {
 #[test]
 fn an_untrimmed_loss_retires_the_ev_and_probes_bring_it_back() {
     let mut p = pair(3);
-    let lost_ev = std::rc::Rc::new(std::cell::Cell::new(None));
-    let l = lost_ev.clone();
-    p.fate = Box::new(move |side, pkt: &mut Packet, _| {
-        let lose = side == 0 && pkt.is_data() && pkt.bth.psn == 30 && l.get().is_none();
-        if lose {
-            l.set(Some(pkt.ext.ev));
-        }
-        (lose, false)
-    });
+    let lost = lose_first_copy(&mut p, 30);
     // A long transfer so probes have time to run while data flows.
     p.post(Message { seq: 0, len: 40_000 * 4096, va: 0, rkey: 1 });
     p.run(Time::MAX);
     assert_eq!(p.received().len(), 1);
-    let ev = lost_ev.get().unwrap();
+    let (ev, _) = lost.get().unwrap();
     let states: Vec<EvState> = log(&mut p).iter().filter(|l| l.ev == ev).map(|l| l.state).collect();
     // RACK suspects the path and swaps the EV out at once; the next packet sent on it
     // arriving (same path, in order) proves the loss and retires it.
@@ -207,15 +214,7 @@ fn a_suspect_lost_near_the_end_of_a_message_is_retired_an_rto_later_without_more
     // timeout rule can settle the suspicion, and after the message nothing else comes
     // in: the sender's timer must fire for it.
     let mut p = pair(5);
-    let lost = std::rc::Rc::new(std::cell::Cell::new(None));
-    let l = lost.clone();
-    p.fate = Box::new(move |side, pkt: &mut Packet, _| {
-        let lose = side == 0 && pkt.is_data() && pkt.bth.psn == 60 && l.get().is_none();
-        if lose {
-            l.set(Some((pkt.ext.ev, pkt.ext.ts)));
-        }
-        (lose, false)
-    });
+    let lost = lose_first_copy(&mut p, 60);
     p.post(Message { seq: 0, len: 64 * 4096, va: 0, rkey: 1 });
     p.run(Time::MAX);
     assert_eq!(p.received().len(), 1);

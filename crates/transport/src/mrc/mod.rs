@@ -271,8 +271,6 @@ impl MrcSender {
     /// * an RTO passed with no copy back while a packet sent later got through: the
     ///   path lost it. (With nothing later through, the suspicion stands.)
     fn settle_suspects(&mut self, now: Time, sack: Option<&Ext>) {
-        let rto = self.rtt.rto();
-        let progress = self.buf.newest_acked_send();
         let mut i = 0;
         while i < self.suspects.len() {
             let (s_psn, s_ev, s_sent) = self.suspects[i];
@@ -283,7 +281,7 @@ impl MrcSender {
                 if !self.suspects.iter().any(|s| s.1 == s_ev) {
                     self.evs.clear(s_ev, now);
                 }
-            } else if overtaken || (s_sent + rto <= now && progress.is_some_and(|p| p >= s_sent)) {
+            } else if overtaken || self.suspect_expiry(s_sent).is_some_and(|t| t <= now) {
                 self.suspects.swap_remove(i);
                 self.evs.retire(s_ev, now, self.usable_planes());
             } else {
@@ -292,18 +290,19 @@ impl MrcSender {
         }
     }
 
-    /// When [`settle_suspects`](Self::settle_suspects)' timeout rule next retires a
-    /// suspected EV: an RTO after the suspect's send, for one sent no later than the
-    /// newest acknowledged packet. (Checked only on input, the rule waited for the next
-    /// acknowledgement or timer, and an idle connection kept the EV out of the rotation
-    /// without retiring it until its next message.)
+    /// When [`settle_suspects`](Self::settle_suspects)' timeout rule retires a suspect
+    /// sent at `sent`: an RTO after it, if a packet sent no earlier has been
+    /// acknowledged (with nothing later through, never).
+    fn suspect_expiry(&self, sent: Time) -> Option<Time> {
+        self.buf.newest_acked_send().filter(|&p| p >= sent).map(|_| sent + self.rtt.rto())
+    }
+
+    /// The earliest [`suspect_expiry`](Self::suspect_expiry): the timer fires for it.
+    /// (Checked only on input, the rule waited for the next acknowledgement or timer,
+    /// and an idle connection kept the EV out of the rotation without retiring it until
+    /// its next message.)
     fn suspect_deadline(&self) -> Option<Time> {
-        if self.suspects.is_empty() {
-            return None;
-        }
-        let progress = self.buf.newest_acked_send()?;
-        let rto = self.rtt.rto();
-        self.suspects.iter().filter(|s| s.2 <= progress).map(|s| s.2 + rto).min()
+        self.suspects.iter().filter_map(|s| self.suspect_expiry(s.2)).min()
     }
 
     /// The packet a silent timeout resends (nothing sent since got through) goes on a
