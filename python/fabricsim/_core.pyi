@@ -3,6 +3,9 @@
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 __version__: str
+#: Whether the core was compiled with profile-guided optimisation (``pip install .``
+#: does when the toolchain can read ``pgo/fabricsim.profdata.gz``).
+PGO: bool
 
 class ScenarioError(ValueError):
     """A scenario that cannot be run; the message names the key and the allowed values."""

@@ -72,6 +72,12 @@ def main(cases: Optional[List[str]] = None, quiet: bool = False) -> int:
             return 2
     header = (f"{'case':<5}{'wall s':>8}{'events':>13}{'packet-hops':>13}{'M hops/s':>10}{'M ev/s':>8}"
               f"{'RSS MB':>8}{'heap MB':>9}{'pkts':>9}{'B/pkt':>7}  scenario")
+    if not quiet:
+        from . import _core
+
+        # The figures depend on it: about 12-16 % less time per event with it.
+        kind = "with" if getattr(_core, "PGO", False) else "without"
+        sys.stderr.write(f"build: fabricsim {_core.__version__}, {kind} profile-guided optimisation\n")
     print(header)
     for c in cases:
         path = case_path(c)

@@ -240,5 +240,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(catalog, m)?)?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // Whether the core was compiled with profile-guided optimisation (see build.rs).
+    m.add("PGO", env!("FABRICSIM_BUILD_PGO") == "1")?;
     Ok(())
 }
