@@ -5,12 +5,14 @@ maturin unchanged. For a wheel (or an editable install) it first adds
 `-Cprofile-use=<profile>` to `RUSTFLAGS`, with the profile `scripts/pgo` made
 (`pgo/fabricsim.profdata.gz`, unpacked into a temporary directory), so that LLVM lays
 out and inlines the simulator's hot code by measured branch and call counts: about
-12-16 % less time per event on the benchmark. Results are the same with or without it.
+12-17 % less time per event on the benchmark. Results are the same with or without it.
 
-The profile is used only when it can be: when the `rustc` cargo will run was built
-with the same LLVM major version as the one that wrote the profile (an older LLVM
-cannot read a newer profile format); otherwise, or with `FABRICSIM_PGO=0`, the build
-goes on without it and says so. The optimised build gets its own target directory
+The profile is used only when it applies: when cargo's `rustc` is the release that
+built the profiled extension. Another release could fail to read the profile (its LLVM
+may be older than the one that wrote it) and, even with the same LLVM, would name every
+function differently (symbol names carry a hash that includes the compiler's version),
+so no count would find its function. Otherwise, or with `FABRICSIM_PGO=0`, the build
+goes on without the profile and says so. The optimised build gets its own target directory
 (`target/pgo`, unless `CARGO_TARGET_DIR` is set) so that it and the plain builds of
 `cargo test` and `maturin develop` do not rebuild each other's files.
 """
@@ -21,7 +23,6 @@ import contextlib
 import gzip
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -49,15 +50,15 @@ def _say(msg: str) -> None:
     sys.stderr.flush()
 
 
-def _llvm_major_of_rustc() -> Optional[str]:
-    """The LLVM major version of the rustc cargo will use, or None if it cannot run."""
+def _rustc_release() -> Optional[str]:
+    """The first line of `rustc -vV` for the rustc cargo will use (release, commit and
+    date, e.g. "rustc 1.95.0 (59807616e 2026-04-14)"), or None if it cannot run."""
     rustc = os.environ.get("RUSTC", "rustc")
     try:
         out = subprocess.run([rustc, "-vV"], capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
-    m = re.search(r"^LLVM version: (\d+)", out, re.M)
-    return m.group(1) if m else None
+    return out.splitlines()[0].strip() if out.strip() else None
 
 
 def profile_rejection() -> Optional[str]:
@@ -66,12 +67,12 @@ def profile_rejection() -> Optional[str]:
         return "FABRICSIM_PGO=0"
     if not PROFILE.exists() or not INFO.exists():
         return f"no profile at {PROFILE} (scripts/pgo makes one)"
-    wanted = str(json.loads(INFO.read_text())["llvm_version"]).split(".")[0]
-    have = _llvm_major_of_rustc()
+    wanted = json.loads(INFO.read_text())["rustc"]
+    have = _rustc_release()
     if have is None:
-        return "could not ask rustc for its LLVM version"
+        return "could not ask rustc for its version"
     if have != wanted:
-        return f"the profile is for LLVM {wanted} and this rustc has LLVM {have} (scripts/pgo makes a new one)"
+        return f"the profile is for {wanted} and this is {have} (scripts/pgo makes a new one)"
     return None
 
 

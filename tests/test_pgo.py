@@ -31,9 +31,9 @@ def test_pyproject_builds_through_the_backend_and_ships_it_in_sdists():
     assert '{ path = "pgo/*", format = "sdist" }' in text
 
 
-def test_the_committed_profile_is_a_gzipped_llvm_profile_with_its_version():
+def test_the_committed_profile_is_a_gzipped_llvm_profile_with_its_compiler():
     info = json.loads((PGO / "profile.json").read_text())
-    assert info["llvm_version"].split(".")[0].isdigit(), info
+    assert info["rustc"].startswith("rustc 1.") and info["llvm_version"].split(".")[0].isdigit(), info
     with gzip.open(PGO / "fabricsim.profdata.gz", "rb") as f:
         head = f.read(8)
     assert head == MAGIC, head
@@ -44,25 +44,29 @@ def test_fabricsim_pgo_0_turns_the_profile_off(backend, monkeypatch):
     assert backend.profile_rejection() == "FABRICSIM_PGO=0"
 
 
-def test_a_profile_for_another_llvm_is_not_used(backend, monkeypatch, tmp_path):
+def test_a_profile_for_another_rustc_release_is_not_used(backend, monkeypatch, tmp_path):
+    # Another release names every function differently (and may not read the format).
     info = tmp_path / "profile.json"
-    info.write_text(json.dumps({"llvm_version": "1.0.0"}))
+    info.write_text(json.dumps({"rustc": "rustc 1.95.0 (59807616e 2026-04-14)"}))
     monkeypatch.setattr(backend, "INFO", info)
-    monkeypatch.setattr(backend, "_llvm_major_of_rustc", lambda: "22")
+    monkeypatch.delenv("FABRICSIM_PGO", raising=False)
+    monkeypatch.setattr(backend, "_rustc_release", lambda: "rustc 1.96.0 (0123456789 2026-05-28)")
     why = backend.profile_rejection()
-    assert why is not None and "LLVM 1 " in why and "LLVM 22" in why, why
+    assert why is not None and "rustc 1.95.0" in why and "rustc 1.96.0" in why, why
+    monkeypatch.setattr(backend, "_rustc_release", lambda: "rustc 1.95.0 (59807616e 2026-04-14)")
+    assert backend.profile_rejection() is None
 
 
 def test_without_a_working_rustc_the_build_goes_on_without_the_profile(backend, monkeypatch):
     monkeypatch.delenv("FABRICSIM_PGO", raising=False)
     monkeypatch.setenv("RUSTC", "/nonexistent/rustc")
-    assert backend._llvm_major_of_rustc() is None
+    assert backend._rustc_release() is None
     assert "could not ask rustc" in backend.profile_rejection()
 
 
 def test_an_accepted_profile_is_unpacked_into_rustflags_and_the_environment_restored(backend, monkeypatch):
-    wanted = json.loads((PGO / "profile.json").read_text())["llvm_version"].split(".")[0]
-    monkeypatch.setattr(backend, "_llvm_major_of_rustc", lambda: wanted)
+    wanted = json.loads((PGO / "profile.json").read_text())["rustc"]
+    monkeypatch.setattr(backend, "_rustc_release", lambda: wanted)
     monkeypatch.delenv("FABRICSIM_PGO", raising=False)
     monkeypatch.setenv("RUSTFLAGS", "-Cdebuginfo=0")
     monkeypatch.delenv("CARGO_TARGET_DIR", raising=False)
