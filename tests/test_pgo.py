@@ -39,9 +39,10 @@ def test_the_committed_profile_is_a_gzipped_llvm_profile_with_its_compiler():
     assert head == MAGIC, head
 
 
-def test_fabricsim_pgo_0_turns_the_profile_off(backend, monkeypatch):
-    monkeypatch.setenv("FABRICSIM_PGO", "0")
-    assert backend.profile_rejection() == "FABRICSIM_PGO=0"
+@pytest.mark.parametrize("value", ["0", "false", "off"])
+def test_fabricsim_pgo_0_turns_the_profile_off(backend, monkeypatch, value):
+    monkeypatch.setenv("FABRICSIM_PGO", value)
+    assert backend.profile_rejection() == f"FABRICSIM_PGO={value}"
 
 
 def test_a_profile_for_another_rustc_release_is_not_used(backend, monkeypatch, tmp_path):
@@ -50,40 +51,99 @@ def test_a_profile_for_another_rustc_release_is_not_used(backend, monkeypatch, t
     info.write_text(json.dumps({"rustc": "rustc 1.95.0 (59807616e 2026-04-14)"}))
     monkeypatch.setattr(backend, "INFO", info)
     monkeypatch.delenv("FABRICSIM_PGO", raising=False)
-    monkeypatch.setattr(backend, "_rustc_release", lambda: "rustc 1.96.0 (0123456789 2026-05-28)")
+    monkeypatch.setattr(backend, "rustc_release", lambda: "rustc 1.96.0 (0123456789 2026-05-28)")
     why = backend.profile_rejection()
     assert why is not None and "rustc 1.95.0" in why and "rustc 1.96.0" in why, why
-    monkeypatch.setattr(backend, "_rustc_release", lambda: "rustc 1.95.0 (59807616e 2026-04-14)")
+    monkeypatch.setattr(backend, "rustc_release", lambda: "rustc 1.95.0 (59807616e 2026-04-14)")
     assert backend.profile_rejection() is None
+
+
+def test_an_unreadable_record_or_profile_means_a_plain_build_not_a_failed_one(backend, monkeypatch, tmp_path):
+    monkeypatch.delenv("FABRICSIM_PGO", raising=False)
+    info = tmp_path / "profile.json"
+    info.write_text("{}")
+    monkeypatch.setattr(backend, "INFO", info)
+    assert "cannot read" in backend.profile_rejection()
+    info.write_text(json.dumps({"rustc": "rustc 9.9.9"}))
+    monkeypatch.setattr(backend, "rustc_release", lambda: "rustc 9.9.9")
+    bad = tmp_path / "fabricsim.profdata.gz"
+    bad.write_bytes(b"not gzip")
+    monkeypatch.setattr(backend, "PROFILE", bad)
+    monkeypatch.setenv("CARGO_TARGET_DIR", str(tmp_path / "target"))
+    with backend.optimised_env() as used:
+        assert not used and "CARGO_ENCODED_RUSTFLAGS" not in os.environ
 
 
 def test_without_a_working_rustc_the_build_goes_on_without_the_profile(backend, monkeypatch):
     monkeypatch.delenv("FABRICSIM_PGO", raising=False)
     monkeypatch.setenv("RUSTC", "/nonexistent/rustc")
-    assert backend._rustc_release() is None
+    assert backend.rustc_release() is None
     assert "could not ask rustc" in backend.profile_rejection()
 
 
-def test_an_accepted_profile_is_unpacked_into_rustflags_and_the_environment_restored(backend, monkeypatch):
-    wanted = json.loads((PGO / "profile.json").read_text())["rustc"]
-    monkeypatch.setattr(backend, "_rustc_release", lambda: wanted)
+@pytest.fixture
+def accepted(backend, monkeypatch, tmp_path):
+    """The backend with the committed profile accepted, building into a scratch target."""
+    monkeypatch.setattr(backend, "rustc_release", lambda: json.loads((PGO / "profile.json").read_text())["rustc"])
     monkeypatch.delenv("FABRICSIM_PGO", raising=False)
-    monkeypatch.setenv("RUSTFLAGS", "-Cdebuginfo=0")
-    monkeypatch.delenv("CARGO_TARGET_DIR", raising=False)
-    with backend._optimised_env():
-        flags = os.environ["RUSTFLAGS"].split()
-        assert flags[0] == "-Cdebuginfo=0" and flags[1].startswith("-Cprofile-use="), flags
-        profdata = Path(flags[1].split("=", 1)[1])
-        assert profdata.is_absolute() and profdata.read_bytes()[:8] == MAGIC
-        assert os.environ["CARGO_TARGET_DIR"] == str(ROOT / "target" / "pgo")
-    assert os.environ["RUSTFLAGS"] == "-Cdebuginfo=0"
-    assert "CARGO_TARGET_DIR" not in os.environ
-    assert not profdata.exists(), "the unpacked profile outlived the build"
+    monkeypatch.delenv("CARGO_ENCODED_RUSTFLAGS", raising=False)
+    monkeypatch.setenv("CARGO_TARGET_DIR", str(tmp_path / "target dir"))
+    return backend
+
+
+def test_the_profile_goes_after_the_users_flags_one_field_each_and_everything_is_restored(accepted, monkeypatch):
+    monkeypatch.setenv("RUSTFLAGS", "-Cdebuginfo=0  -Ctarget-cpu=x86-64")
+    before = dict(os.environ)
+    with accepted.optimised_env() as used:
+        assert used
+        flags = os.environ["CARGO_ENCODED_RUSTFLAGS"].split("\x1f")
+        assert flags[:2] == ["-Cdebuginfo=0", "-Ctarget-cpu=x86-64"] and len(flags) == 3, flags
+        profdata = Path(flags[2].split("=", 1)[1])
+        # A path with a space in it is still one flag, and the file is a profile.
+        assert " " in str(profdata) and profdata.read_bytes()[:8] == MAGIC
+    assert dict(os.environ) == before
+    assert profdata.exists(), "the unpacked profile is kept for the next build"
+
+
+def test_encoded_user_flags_are_kept_as_they_are(accepted, monkeypatch):
+    monkeypatch.setenv("CARGO_ENCODED_RUSTFLAGS", "-Clink-arg=-Wl,--as-needed\x1f-Cdebuginfo=0")
+    monkeypatch.setenv("RUSTFLAGS", "-Cignored")
+    with accepted.optimised_env():
+        flags = os.environ["CARGO_ENCODED_RUSTFLAGS"].split("\x1f")
+    assert flags[:2] == ["-Clink-arg=-Wl,--as-needed", "-Cdebuginfo=0"] and flags[2].startswith("-Cprofile-use=")
+
+
+def test_two_builds_get_the_same_flags_so_cargo_reuses_its_work(accepted):
+    with accepted.optimised_env():
+        first = os.environ["CARGO_ENCODED_RUSTFLAGS"]
+    with accepted.optimised_env():
+        assert os.environ["CARGO_ENCODED_RUSTFLAGS"] == first
+
+
+def test_the_wheel_hook_restores_the_environment_when_maturin_fails(accepted, monkeypatch):
+    seen = {}
+
+    def failing(wheel_directory, config_settings=None, metadata_directory=None):
+        seen.update(os.environ)
+        raise SystemExit(1)
+
+    monkeypatch.setattr(accepted.maturin, "build_wheel", failing)
+    monkeypatch.delenv("RUSTFLAGS", raising=False)
+    before = dict(os.environ)
+    with pytest.raises(SystemExit):
+        accepted.build_wheel("/nonexistent")
+    assert "-Cprofile-use=" in seen["CARGO_ENCODED_RUSTFLAGS"]
+    assert dict(os.environ) == before
+
+
+def test_editable_installs_build_without_the_profile(backend):
+    import maturin
+
+    assert backend.build_editable is maturin.build_editable
 
 
 def test_a_rejected_profile_changes_nothing(backend, monkeypatch):
     monkeypatch.setenv("FABRICSIM_PGO", "0")
-    monkeypatch.delenv("RUSTFLAGS", raising=False)
-    monkeypatch.delenv("CARGO_TARGET_DIR", raising=False)
-    with backend._optimised_env():
-        assert "RUSTFLAGS" not in os.environ and "CARGO_TARGET_DIR" not in os.environ
+    before = dict(os.environ)
+    with backend.optimised_env() as used:
+        assert not used and dict(os.environ) == before
