@@ -35,6 +35,7 @@ import json
 import os
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 from typing import Any, Iterator, List, Mapping, Optional
 
@@ -92,8 +93,10 @@ def profile_rejection() -> Optional[str]:
 
 
 def target_dir() -> Path:
-    """Where the optimised build goes: `CARGO_TARGET_DIR`, or `target/pgo`."""
-    return Path(os.environ.get("CARGO_TARGET_DIR") or HERE.parent / "target" / "pgo")
+    """Where the optimised build goes: `CARGO_TARGET_DIR`, or `target/pgo`; absolute,
+    since rustc runs in each crate's own directory and the profile's path must hold
+    there too (cargo reads a relative `CARGO_TARGET_DIR` from where pip runs us)."""
+    return Path(os.environ.get("CARGO_TARGET_DIR") or HERE.parent / "target" / "pgo").resolve()
 
 
 def unpacked_profile() -> Path:
@@ -125,7 +128,7 @@ def optimised_env() -> Iterator[bool]:
     if why_not is None:
         try:
             profdata = unpacked_profile()
-        except (OSError, EOFError, gzip.BadGzipFile) as e:
+        except (OSError, EOFError, zlib.error) as e:  # gzip.BadGzipFile is an OSError
             why_not = f"cannot unpack {PROFILE} ({type(e).__name__}: {e})"
     if profdata is None:
         _say(f"building without profile-guided optimisation: {why_not}")

@@ -147,3 +147,27 @@ def test_a_rejected_profile_changes_nothing(backend, monkeypatch):
     before = dict(os.environ)
     with backend.optimised_env() as used:
         assert not used and dict(os.environ) == before
+
+
+def test_a_relative_target_directory_still_gives_an_absolute_profile_path(accepted, monkeypatch, tmp_path):
+    # rustc compiles each dependency in its own directory: a relative path would not hold.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CARGO_TARGET_DIR", "rel target")
+    with accepted.optimised_env():
+        profdata = Path(os.environ["CARGO_ENCODED_RUSTFLAGS"].split("\x1f")[-1].split("=", 1)[1])
+        assert profdata.is_absolute() and profdata.parent == tmp_path / "rel target", profdata
+        assert os.environ["CARGO_TARGET_DIR"] == str(tmp_path / "rel target")
+
+
+def test_a_corrupt_profile_body_means_a_plain_build(backend, monkeypatch, tmp_path):
+    import gzip as gz
+
+    monkeypatch.delenv("FABRICSIM_PGO", raising=False)
+    monkeypatch.setattr(backend, "rustc_release", lambda: json.loads((PGO / "profile.json").read_text())["rustc"])
+    good = gz.compress(b"x" * 1000)
+    bad = tmp_path / "p.gz"
+    bad.write_bytes(good[:12] + bytes(len(good) - 20) + good[-8:])  # a valid header, a broken body
+    monkeypatch.setattr(backend, "PROFILE", bad)
+    monkeypatch.setenv("CARGO_TARGET_DIR", str(tmp_path / "t"))
+    with backend.optimised_env() as used:
+        assert not used
