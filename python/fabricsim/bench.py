@@ -76,7 +76,7 @@ def main(cases: Optional[List[str]] = None, quiet: bool = False) -> int:
         from . import _core
 
         # The figures depend on it: about 12-17 % less time per event with it.
-        kind = "with" if getattr(_core, "PGO", False) else "without"
+        kind = "with" if _core.PGO else "without"
         sys.stderr.write(f"build: fabricsim {_core.__version__}, {kind} profile-guided optimisation\n")
     print(header)
     for c in cases:
