@@ -138,8 +138,6 @@ def _cmd_run(a: argparse.Namespace) -> int:
         return _fail("scenario: empty path; name a scenario TOML file, or leave it out to run the bundled default")
     # Always a file: a missing "loss=0.01.toml" is not TOML text.
     scenario = default_scenario() if a.scenario is None else Path(a.scenario)
-    if a.pcap is not None and a.partitions is not None and a.partitions > 1:
-        return _fail(f"--pcap: capture needs one partition; --partitions {a.partitions} was given")
     if a.out is not None:
         problem = _out_problem(a.out)
         if problem:

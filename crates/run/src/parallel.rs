@@ -22,7 +22,12 @@
 //! partition that received the one it waits for, since the release has no delay to
 //! look ahead by. Ring all-reduce always satisfies this (each step waits for what the
 //! same host received); a scenario that does not is refused, naming the message.
-//! Links need a delay (it is the lookahead), and packet capture needs one partition.
+//! Links need a delay (it is the lookahead).
+//!
+//! # Packet capture
+//! Every copy taps the captured cables, and a frame is captured by the partition that
+//! sends it. Between windows the coordinator merges the partitions' frames by start
+//! time (partition order for simultaneous ones) into the one pcap file.
 //!
 //! # End of a run
 //! The partitions learn that every message has arrived at the end of a window, so they
@@ -102,6 +107,8 @@ pub(crate) fn run(sim: &mut Sim, progress: &mut dyn FnMut(&Progress) -> bool) ->
     let stall_after = sim.scenario.stall_after;
     let total = sim.msgs.len();
     let mut others = std::mem::take(&mut sim.replicas);
+    // The coordinator writes the capture, merging the partitions' frames in time order.
+    let mut capture = sim.pcap.take().map(|pcap| Capture { pcap, held: Vec::new() });
     // With no link between partitions any window length is safe.
     let lookahead = sim.make_partition(&owner, 0).unwrap_or(Dur::from_us(100));
     // The partition each crossing goes to: a frame to the far end of its wire, a PFC
@@ -148,6 +155,9 @@ pub(crate) fn run(sim: &mut Sim, progress: &mut dyn FnMut(&Progress) -> bool) ->
                 let window_end = {
                     // Between windows the workers wait at `start`, holding no lock.
                     let mut all: Vec<_> = cells.iter().map(|c| c.lock().expect("partition lock")).collect();
+                    if let Some(c) = &mut capture {
+                        c.window_done(&mut all);
+                    }
                     // Hand over what crossed, sources in partition order: first the
                     // messages started (their packets may be among the frames).
                     for k in 0..all.len() {
@@ -232,11 +242,48 @@ pub(crate) fn run(sim: &mut Sim, progress: &mut dyn FnMut(&Progress) -> bool) ->
             c.sample(t);
         }
     }
+    sim.pcap = capture.map(|c| c.finish(end));
     for (i, mut other) in others.into_iter().enumerate() {
         sim.absorb(&mut other, &owner, i as u8 + 1);
     }
     sim.finish_partitioned(end);
     ending
+}
+
+/// Frames captured by the partitions, merged a window at a time.
+///
+/// Every frame of a window starts before its end and those of the next window at or
+/// after it, so merging each window's frames by start time (partitions in order for
+/// simultaneous ones) keeps the file in time order. A window's frames are written
+/// only once the next one has run: the run may end with the last window, whose frames
+/// after the end (the partitions go on for up to one lookahead past the last
+/// completion) a plain run would not have sent.
+struct Capture {
+    pcap: crate::sim::Pcap,
+    /// The last window's frames, merged: `(start, partition, frame)`.
+    held: Vec<(Time, u8, fabricsim_wire::Packet)>,
+}
+
+impl Capture {
+    /// Writes the frames held from the window before, then takes the last window's.
+    fn window_done(&mut self, all: &mut [std::sync::MutexGuard<'_, &mut Sim>]) {
+        for (t, _, pkt) in self.held.drain(..) {
+            self.pcap.write(t, &pkt);
+        }
+        for (k, c) in all.iter_mut().enumerate() {
+            self.held.extend(c.fabric.captured.drain(..).map(|(t, _, pkt)| (t, k as u8, pkt)));
+        }
+        // Stable, and each partition's frames are already in time order.
+        self.held.sort_by_key(|&(t, k, _)| (t, k));
+    }
+
+    /// Writes the frames held that started by `end`, and gives the capture back.
+    fn finish(mut self, end: Time) -> crate::sim::Pcap {
+        for (t, _, pkt) in self.held.drain(..).filter(|&(t, _, _)| t <= end) {
+            self.pcap.write(t, &pkt);
+        }
+        self.pcap
+    }
 }
 
 /// Progress summed over the partitions.

@@ -25,7 +25,7 @@ use fabricsim_fabric::PortId;
 use fabricsim_fabric::{Fabric, FabricEvent, FabricOutput};
 use fabricsim_transport::common::PathLog;
 use fabricsim_transport::{AnyEndpoint, AppEvent, ConnInfo, Endpoint, EndpointStats, Message, Poll};
-use fabricsim_wire::TrafficClass;
+use fabricsim_wire::{Packet, TrafficClass};
 use fabricsim_workload::Plan;
 
 /// Every event of a run.
@@ -474,7 +474,8 @@ pub struct Sim {
     pub throughput: ThroughputRows,
     conn_bytes: Vec<u64>,
     last_sample: Time,
-    pcap: Option<Pcap>,
+    /// The capture being written (held by the coordinator during a partitioned run).
+    pub(crate) pcap: Option<Pcap>,
     /// In a partitioned run, which partition simulates each node and which one this
     /// copy is (see [`crate::parallel`]).
     pub(crate) part: Option<(Vec<u8>, u8)>,
@@ -496,11 +497,24 @@ pub struct Sim {
 }
 
 /// A pcap capture being written.
-struct Pcap {
+pub(crate) struct Pcap {
     writer: fabricsim_wire::PcapWriter<std::io::BufWriter<std::fs::File>>,
     encode: fabricsim_wire::EncodeConfig,
     error: Option<std::io::Error>,
     frames: u64,
+}
+
+impl Pcap {
+    /// Writes the frame `pkt` that started onto its wire at `t`; after a write error
+    /// nothing more is written and the error is reported at the end.
+    pub(crate) fn write(&mut self, t: Time, pkt: &Packet) {
+        if self.error.is_none() {
+            match self.writer.write_sim_packet(t.ps(), pkt, &self.encode) {
+                Ok(()) => self.frames += 1,
+                Err(e) => self.error = Some(e),
+            }
+        }
+    }
 }
 
 impl Sim {
@@ -1179,18 +1193,23 @@ impl Sim {
         if ports.is_empty() {
             return Err(ScenarioError::new("pcap", "name at least one port or node to capture"));
         }
-        if self.scenario.partitions > 1 {
-            return Err(ScenarioError::new(
-                "pcap",
-                format!("capture needs one partition (the scenario has partitions = {})", self.scenario.partitions),
-            ));
-        }
         let file = std::fs::File::create(path)
             .map_err(|e| ScenarioError::new("pcap", format!("cannot create {}: {e}", path.display())))?;
         let writer = fabricsim_wire::PcapWriter::new(std::io::BufWriter::new(file), 65_535)
             .map_err(|e| ScenarioError::new("pcap", e.to_string()))?;
-        for p in ports {
+        for &p in &ports {
             self.fabric.tap_cable(p);
+        }
+        for r in &mut self.replicas {
+            // Every copy taps the cables; only the one owning a port's node sends on it
+            // (see `parallel::Capture`). Tapping makes a lazy port eager, so
+            // each copy's cross ports are listed again.
+            for &p in &ports {
+                r.fabric.tap_cable(p);
+            }
+            if let Some((owner, me)) = &r.part {
+                r.fabric.set_partition(owner, *me);
+            }
         }
         let encode = fabricsim_wire::EncodeConfig { payload_snaplen: Some(snap), ..Default::default() };
         self.pcap = Some(Pcap { writer, encode, error: None, frames: 0 });
@@ -1201,12 +1220,7 @@ impl Sim {
     fn flush_capture(&mut self) {
         let Some(pcap) = &mut self.pcap else { return };
         for (t, _, pkt) in self.fabric.captured.drain(..) {
-            if pcap.error.is_none() {
-                match pcap.writer.write_sim_packet(t.ps(), &pkt, &pcap.encode) {
-                    Ok(()) => pcap.frames += 1,
-                    Err(e) => pcap.error = Some(e),
-                }
-            }
+            pcap.write(t, &pkt);
         }
     }
 
