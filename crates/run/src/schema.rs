@@ -194,7 +194,7 @@ const UDMP: &[Param] = &[
     p("delta", Ty::Int, "auto", "OOO control threshold in packets; auto = one BDP (bytes over the MTU), at least 64, at most an explicit window (UDMP Fig. 7 uses 64; with 1 KB packets spraying alone reorders by more than 64)."),
     p("window", Ty::Int, "auto", "Receiver bitmap in packets; PSNs beyond it are dropped and NACKed; auto = one BDP, at least 2 x delta."),
     p("min_rto", Ty::Duration, "100us", "Smallest retransmission timeout, at least 1us (the paper gives none)."),
-    p("fixed_rate", Ty::Rate, "none", "Inject tokens at this rate instead of running Algorithm 1 (isolates the load balancer, as the paper's Fig. 3 example does). An upper bound: the ACK clock sends 2 packets per ACK only when the RTT falls below its average, so on a flat RTT the window stays where the first RTT left it. Below a packet per RTT a restart waits for the pool to hold a packet."),
+    p("fixed_rate", Ty::Rate, "none", "Inject tokens at this rate instead of running Algorithm 1 (isolates the load balancer, as the paper's Fig. 3 example does; exploration goes on, once per round trip). An upper bound: the ACK clock sends 2 packets per ACK only when the RTT falls below its average, so on a flat RTT the window stays where the first RTT left it. Below a packet per RTT a restart waits for the pool to hold a packet."),
     p("flow_control", Ty::Bool, "false", "Keep new PSNs within the receiver's bitmap (not in the paper, whose receiver drops and NACKs what lands beyond it: with a packet stuck on a slow path, every later one then bounces and is resent each round trip)."),
 ];
 

@@ -269,3 +269,25 @@ fn a_fixed_rate_below_a_packet_per_rtt_paces_the_flow() {
         last = done;
     }
 }
+
+/// New-path exploration (probability `explore` per round trip) belongs to the load
+/// balancer: with the rate fixed it still happens (it was drawn only by Algorithm 1's
+/// rate step, so a fixed rate silently turned it off).
+#[test]
+fn exploration_finds_new_paths_with_or_without_a_fixed_rate() {
+    for fixed in [None, Some(Rate::gbps(50))] {
+        let used = |explore: f64| {
+            let mut c = cfg(64);
+            c.fixed_rate = fixed;
+            c.explore = explore;
+            let mut p = pair(c, 5);
+            p.post(Message { seq: 0, len: 2000 * 4096, va: 0, rkey: 1 });
+            p.run(Time::MAX);
+            assert_eq!(p.acked().len(), 1);
+            p.eps[0].path_stats().len()
+        };
+        let (never, always) = (used(0.0), used(1.0));
+        // Two paths from the first RTT's spray, against about one more per round trip.
+        assert!(never <= 2 && always > 20, "fixed rate {fixed:?}: {never} paths without exploring, {always} with");
+    }
+}

@@ -234,10 +234,12 @@ impl UdmpSender {
     }
 
     /// Algorithm 1's rate control: the severe-congestion cap on every ACK, the
-    /// gradient step about once per RTT.
+    /// gradient step about once per RTT. Under `fixed_rate` only the round is kept:
+    /// the once-per-RTT exploration draw belongs to the balancer, not to the rate.
     fn adapt_rate(&mut self, now: Time, smooth: f64, first: bool) {
+        let adapt = self.cfg.fixed_rate.is_none();
         let base = self.cfg.base_rtt.ps() as f64;
-        if smooth > self.cfg.t_high.ps() as f64 {
+        if adapt && smooth > self.cfg.t_high.ps() as f64 {
             self.rate = self.rate.min(self.line * base / smooth);
         }
         if first {
@@ -246,13 +248,15 @@ impl UdmpSender {
             self.pkts_to_ignore = self.buf.inflight();
             self.pkts_ignored = 0;
         } else if self.pkts_ignored > self.pkts_to_ignore && now > self.last_update {
-            let g = ((smooth - self.last_smooth) / now.since(self.last_update).ps() as f64).clamp(-1.0, 1.0);
-            if g > 0.0 {
-                self.rate -= g * self.rate;
-            } else {
-                self.rate += (-g).max(self.cfg.min_increase) * (self.line - self.rate);
+            if adapt {
+                let g = ((smooth - self.last_smooth) / now.since(self.last_update).ps() as f64).clamp(-1.0, 1.0);
+                if g > 0.0 {
+                    self.rate -= g * self.rate;
+                } else {
+                    self.rate += (-g).max(self.cfg.min_increase) * (self.line - self.rate);
+                }
+                self.rate = self.rate.clamp(self.line / 1000.0, self.line);
             }
-            self.rate = self.rate.clamp(self.line / 1000.0, self.line);
             self.last_smooth = smooth;
             self.last_update = now;
             self.pkts_ignored = 0;
@@ -303,9 +307,7 @@ impl UdmpSender {
                 self.credits.push_back(ev);
             }
         }
-        if self.cfg.fixed_rate.is_none() {
-            self.adapt_rate(now, smooth, first);
-        }
+        self.adapt_rate(now, smooth, first);
         self.first_rtt(now);
     }
 }
