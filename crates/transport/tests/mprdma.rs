@@ -6,6 +6,7 @@ use fabricsim_engine::{Dur, Rate, Rng, Time};
 use fabricsim_transport::common::{SprayResponder, SprayResponderConfig};
 use fabricsim_transport::mprdma::{MprdmaConfig, MprdmaSender};
 use fabricsim_transport::{AnyEndpoint, Endpoint, Message};
+use fabricsim_wire::{opcode, Packet};
 use proptest::prelude::*;
 use util::{info, Pair};
 
@@ -14,11 +15,31 @@ fn cfg() -> MprdmaConfig {
 }
 
 fn pair(seed: u64) -> Pair {
-    let s = MprdmaSender::new(info(0, 1), cfg(), Rng::new(seed));
-    let rcfg =
-        SprayResponderConfig { window: 128, nack_beyond: true, nack_trimmed: false, sack: false, reverse_probe: None };
+    pair_with(cfg(), seed)
+}
+
+/// A pair whose sender has configuration `c` and whose receiver a bitmap of
+/// `c.window` packets.
+fn pair_with(c: MprdmaConfig, seed: u64) -> Pair {
+    let s = MprdmaSender::new(info(0, 1), c, Rng::new(seed));
+    let rcfg = SprayResponderConfig {
+        window: c.window,
+        nack_beyond: true,
+        nack_trimmed: false,
+        sack: false,
+        reverse_probe: None,
+    };
     let r = SprayResponder::new(info(1, 0), rcfg, Rng::new(seed + 1));
     Pair::new(AnyEndpoint::Mprdma(s), AnyEndpoint::Spray(r), Rate::gbps(100), Dur::from_us(2))
+}
+
+/// Entropy of a packet's path: data carry it in their header, ACKs echo it.
+fn path_of(p: &Packet) -> u32 {
+    if p.bth.opcode == opcode::X_ACK {
+        p.ext.ev
+    } else {
+        p.net.entropy()
+    }
 }
 
 fn cwnd(p: &Pair) -> f64 {
@@ -51,6 +72,43 @@ fn ecn_marks_shrink_the_window_by_half_a_packet_each() {
     assert_eq!(p.received().len(), 1);
     assert!(cwnd(&p) <= 2.0, "cwnd {}", cwnd(&p));
     assert!(p.eps[0].path_stats().iter().map(|s| s.ecn_marks).sum::<u64>() > 50);
+}
+
+#[test]
+fn each_ack_clocks_its_own_path_and_exploration_adds_new_ones() {
+    // Without exploration and without marks, the paths of the first window are the
+    // only ones ever used: every ACK sends its successor on its own path.
+    let used = |explore: f64| {
+        let mut p = pair_with(MprdmaConfig { explore, ..cfg() }, 4);
+        p.post(Message { seq: 0, len: 4_000_000, va: 0, rkey: 1 });
+        p.run(Time::MAX);
+        assert_eq!(p.eps[1].stats().bytes_placed, 4_000_000);
+        p.eps[0].path_stats().len()
+    };
+    let (never, always) = (used(0.0), used(1.0));
+    assert!(never <= 16 && always > 25, "{never} paths without exploring, {always} with (of 64)");
+}
+
+#[test]
+fn acks_lagging_more_than_delta_take_the_slow_path_out_of_use() {
+    // Two paths, one three times slower. Its ACKs come back far behind the highest PSN
+    // acknowledged: with delta = 8 each of them shrinks the window and clocks nothing,
+    // so the slow path carries only what the first window put on it; with the rule off
+    // (delta larger than the message) every ACK sends its successor back on its path.
+    let slow_share = |delta: u32| {
+        let c = MprdmaConfig { paths: 2, delta, window: 1 << 16, explore: 0.0, min_rto: Dur::from_ms(5), ..cfg() };
+        let mut p = pair_with(c, 3);
+        p.delay_of = Some(Box::new(|_, pkt| if path_of(pkt) == 1 { Dur::from_us(6) } else { Dur::from_us(2) }));
+        p.post(Message { seq: 0, len: 20_000 * 4096, va: 0, rkey: 1 });
+        p.run(Time::MAX);
+        assert_eq!(p.eps[1].stats().bytes_placed, 20_000 * 4096);
+        let s = p.eps[0].path_stats();
+        let on = |ev| s.iter().find(|x| x.ev == ev).map_or(0, |x| x.packets);
+        (on(1) as f64 / (on(0) + on(1)) as f64, on(1))
+    };
+    let ((rule, rule_n), (off, _)) = (slow_share(8), slow_share(1 << 15));
+    assert!(rule_n <= 16 && rule < 0.01, "with the rule the slow path carried {rule_n} packets ({rule})");
+    assert!(off > 0.03, "without it {off} of the packets");
 }
 
 proptest! {

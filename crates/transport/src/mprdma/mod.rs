@@ -3,7 +3,9 @@
 //! One congestion window for all virtual paths (UDP source ports). Every ACK echoes
 //! the path its data took; an unmarked ACK grows the window by `1/cwnd`, a marked one
 //! shrinks it by `1/2`, and the ACK clocks new packets out *on its own path* while the
-//! window allows. Out-of-order awareness: an ACK for a PSN more than `delta` below the
+//! window allows. The window counts packets in the network, one fewer per ACK, so each
+//! path keeps the packets its ACKs return (a cumulative acknowledgement carried by a
+//! fast path's ACK does not move a slow path's slot to it). Out-of-order awareness: an ACK for a PSN more than `delta` below the
 //! highest acknowledged PSN comes from a slow path; it shrinks the window by one and
 //! clocks nothing out, so the slow path loses its share. Once per round trip, with
 //! probability `explore`, the next packet tries a fresh random path. The receiver keeps
@@ -45,6 +47,12 @@ pub struct MprdmaSender {
     snd_ooh: u32,
     /// Send opportunities clocked out by ACKs, each on a path.
     credits: VecDeque<u32>,
+    /// Packets in the network as the ACK clock counts them: one more per packet sent,
+    /// one fewer per ACK (or loss). Not the PSNs outstanding: an ACK from a fast path
+    /// can acknowledge, cumulatively, a packet still on a slow path, and counting that
+    /// packet out then would hand its slot to the fast path and leave the slow path's
+    /// own ACK, when it comes, nothing to clock.
+    in_net: u32,
     rtt: RttEstimator,
     rng: Rng,
     /// ACKs until the next once-per-RTT exploration draw.
@@ -64,6 +72,7 @@ impl MprdmaSender {
             cwnd: cfg.init_cwnd.max(1) as f64,
             snd_ooh: 0,
             credits: VecDeque::new(),
+            in_net: 0,
             rtt: RttEstimator::new(cfg.min_rto, Dur::from_ms(10)),
             rng,
             acks_to_round: cfg.init_cwnd.max(1),
@@ -100,6 +109,7 @@ impl MprdmaSender {
     /// A lost packet is resent on the path of the latest ACK that did not lag.
     fn lost(&mut self, rec: PsnRecord) {
         self.paths[rec.ev as usize].losses += 1;
+        self.in_net = self.in_net.saturating_sub(1);
         let ev = clocked::resend_path(&mut self.rng, self.cfg.paths, self.good_ev, rec.ev);
         self.credits.push_back(ev);
     }
@@ -111,6 +121,7 @@ impl MprdmaSender {
             self.rtt.sample(now.since(Time(e.ts)));
         }
         self.buf.cum_ack(e.cum_psn);
+        self.in_net = self.in_net.saturating_sub(1);
         let marked = e.flags & Ext::F_ECE != 0;
         if marked {
             let n = self.paths.len();
@@ -129,7 +140,8 @@ impl MprdmaSender {
         } else {
             self.good_ev = Some(e.ev % self.cfg.paths);
             self.cwnd = if marked { (self.cwnd - 0.5).max(1.0) } else { self.cwnd + 1.0 / self.cwnd };
-            let allowed = (self.cwnd as u32).saturating_sub(self.buf.inflight() + self.credits.len() as u32);
+            let in_net = self.in_net.max(self.buf.inflight());
+            let allowed = (self.cwnd as u32).saturating_sub(in_net + self.credits.len() as u32);
             for _ in 0..allowed {
                 let ev =
                     if std::mem::take(&mut self.explore_next) { self.random_path(None) } else { e.ev % self.cfg.paths };
@@ -165,8 +177,14 @@ impl Endpoint for MprdmaSender {
             self.stats.timeouts += 1;
             self.rtt.on_timeout();
         }
+        let expired = !lost.is_empty();
         for (_, rec) in lost {
             self.lost(rec);
+        }
+        if expired {
+            // ACKs lost on the way back would otherwise hold their packets' slots for
+            // ever: after a timeout the count starts again from what is unacknowledged.
+            self.in_net = self.buf.inflight();
         }
         self.restart_if_idle();
     }
@@ -178,7 +196,12 @@ impl Endpoint for MprdmaSender {
 
     fn poll_transmit(&mut self, now: Time, port: u8) -> Poll {
         let s = self;
-        clocked::transmit(&mut s.credits, &mut s.buf, &mut s.paths, &mut s.rng, &s.info, port, now, &mut s.stats)
+        let poll =
+            clocked::transmit(&mut s.credits, &mut s.buf, &mut s.paths, &mut s.rng, &s.info, port, now, &mut s.stats);
+        if matches!(poll, Poll::Send(_)) {
+            s.in_net += 1;
+        }
+        poll
     }
 
     fn poll_timeout(&self) -> Option<Time> {
