@@ -355,7 +355,11 @@ impl Fabric {
         debug_assert!(!self.ports[p as usize].busy(now), "NIC port sent on while busy");
         pkt.net.src_port = nic;
         if self.cfg.routing == Routing::Srv6 && pkt.net.srv6() == 0 {
-            let a = self.srv6_address(host, pkt.net.dst, nic, pkt.net.entropy()).unwrap_or(0);
+            // With no path in this plane, an address no switch answers to (uSID 0 is
+            // no switch's): the first switch drops the packet and counts it, where no
+            // address at all would have had it hashed (ECMP) in a source-routed fabric.
+            let a =
+                self.srv6_address(host, pkt.net.dst, nic, pkt.net.entropy()).unwrap_or((SRV6_LOCATOR as u128) << 96);
             pkt.net.set_srv6(a);
         }
         let wire = pkt.wire_bytes();
@@ -1255,3 +1259,7 @@ impl Fabric {
 #[cfg(test)]
 #[path = "fault_tests.rs"]
 mod fault_tests;
+
+#[cfg(test)]
+#[path = "srv6_tests.rs"]
+mod srv6_tests;
