@@ -204,3 +204,17 @@ def test_bench_says_which_kind_of_build_it_measures():
     assert f"build: fabricsim {_core.__version__}, {kind} profile-guided optimisation" in p.stderr
     assert p.stdout.splitlines()[0].startswith("case") and p.stdout.splitlines()[1].startswith("a ")
     assert cli("bench", "--case", "a", "--quiet").stderr == ""
+
+
+def test_bench_fails_a_case_whose_flows_did_not_all_finish(tmp_path, monkeypatch, capsys):
+    # A stalled or stopped run did less work than the case asks for: its speed would
+    # be a false win. (Case a stopped after 20 us of its 100+ us.)
+    from fabricsim import bench
+
+    stopped = tmp_path / "a.toml"
+    stopped.write_text('stop = "20us"\n' + bench.case_path("a").read_text())
+    monkeypatch.setattr(bench, "case_path", lambda case: stopped)
+    assert bench.main(["a"], quiet=True) == 1
+    out, err = capsys.readouterr()
+    assert out.splitlines()[1].startswith("a "), out
+    assert "fabricsim: error: case a: 0 of 128 flows finished (ending: stop_time)" in err, err

@@ -55,6 +55,7 @@ def run_one(path: str) -> dict:
         "sim_time_ns": s["sim_time_ns"],
         "flows_finished": s["flows"]["finished"],
         "flows": s["flows"]["total"],
+        "ending": s["ending"],
         "peak_rss_bytes": _max_rss_bytes(),
         "heap_built_bytes": raw["heap_built_bytes"],
         "heap_peak_bytes": raw["heap_peak_bytes"],
@@ -79,6 +80,7 @@ def main(cases: Optional[List[str]] = None, quiet: bool = False) -> int:
         kind = "with" if _core.PGO else "without"
         sys.stderr.write(f"build: fabricsim {_core.__version__}, {kind} profile-guided optimisation\n")
     print(header)
+    unfinished = []
     for c in cases:
         path = case_path(c)
         if not quiet:
@@ -93,7 +95,12 @@ def main(cases: Optional[List[str]] = None, quiet: bool = False) -> int:
               f"{m['peak_rss_bytes'] / 1e6:>8.0f}{m['heap_peak_bytes'] / 1e6:>9.1f}{m['peak_packets_in_flight']:>9,}"
               f"{m['bytes_per_packet']:>7.0f}  {path.name}")
         sys.stdout.flush()
-    return 0
+        if m["flows_finished"] != m["flows"]:
+            # A run that stalled or stopped early did less work: its speed says nothing.
+            sys.stderr.write(f"fabricsim: error: case {c}: {m['flows_finished']} of {m['flows']} flows finished "
+                             f"(ending: {m['ending']}); its figures are not comparable\n")
+            unfinished.append(c)
+    return 1 if unfinished else 0
 
 
 if __name__ == "__main__":
