@@ -214,3 +214,32 @@ fn a_frame_never_overtakes_the_one_ahead_when_a_links_delay_is_cut(#[values(true
     let (fct, base) = (col_i64(&r, "fct_ns")[0], col_i64(&clean, "fct_ns")[0]);
     assert_eq!(fct, base + 20_000, "against {base} ns without the delay");
 }
+
+/// A switch's `delay` fault delays every frame it sends by that much, and its `rate`
+/// fault sets every one of its egress ports' rate: a lone flow through the spine
+/// finishes exactly `delay` later (its data cross the spine once), and at the new rate
+/// it takes the serialization time of its bytes at that rate.
+#[rstest]
+fn switch_faults_delay_and_slow_every_frame_through_the_switch(#[values(true, false)] pfc: bool) {
+    let toml = |fault: &str| {
+        format!(
+            "[topology]\nkind = \"leaf_spine\"\nleaves = 2\nspines = 1\nhosts_per_leaf = 1\n\
+             [fabric]\npfc = {pfc}\n[transport]\nkind = \"roce\"\ncc = \"none\"\n\
+             [[workload]]\nkind = \"flows\"\nflows = [{{ src = 0, dst = 1, size = 2000000 }}]\n{fault}"
+        )
+    };
+    let fct = |fault: &str| {
+        let (_, r) = run(&toml(fault));
+        assert_eq!(r.summary["flows"]["unfinished"], 0);
+        assert_eq!(r.summary["retransmitted_packets"], 0, "{}", r.summary);
+        col_i64(&r, "fct_ns")[0]
+    };
+    let base = fct("");
+    let delayed = fct("[[faults]]\nat = \"0us\"\nkind = \"delay\"\nswitch = \"spine[0]\"\ndelay = \"37us\"");
+    assert_eq!(delayed, base + 37_000, "against {base} ns without the delay");
+    // At 40 Gb/s the spine is the bottleneck: the bytes on the wire at that rate, give
+    // or take the first and last frames' path (a few microseconds).
+    let slow = fct("[[faults]]\nat = \"0us\"\nkind = \"rate\"\nswitch = \"spine[0]\"\nrate = \"40Gbps\"");
+    let at_40g = Rate::gbps(40).tx_time(write_wire_bytes(2_000_000).0).as_ns() as i64;
+    assert!(slow >= at_40g && slow < at_40g + 10_000, "{slow} ns against {at_40g} ns of serialization at 40 Gb/s");
+}

@@ -296,6 +296,8 @@ const FAULTS: &[&str] = &[
     "kind = \"switch_up\"\nswitch = \"spine[{b}]\"",
     "kind = \"delay\"\nlink = \"leaf[{a}].up[{b}]\"\ndelay = \"{d}\"",
     "kind = \"rate\"\nlink = \"host[{h}].nic[0]\"\nrate = \"{r}\"",
+    "kind = \"delay\"\nswitch = \"spine[{b}]\"\ndelay = \"{d}\"",
+    "kind = \"rate\"\nswitch = \"leaf[{a}]\"\nrate = \"{r}\"",
 ];
 
 proptest! {
