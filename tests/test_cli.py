@@ -218,3 +218,55 @@ def test_bench_fails_a_case_whose_flows_did_not_all_finish(tmp_path, monkeypatch
     out, err = capsys.readouterr()
     assert out.splitlines()[1].startswith("a "), out
     assert "fabricsim: error: case a: 0 of 128 flows finished (ending: stop_time)" in err, err
+
+
+def test_out_may_be_a_symbolic_link_to_an_empty_folder(tmp_path, small_toml, capsys):
+    # The results go into the folder the link names (they were lost: the rename onto
+    # the link failed after the run).
+    target = tmp_path / "target"
+    target.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    assert fabricsim.cli.main(["run", str(small_toml), "--out", str(link), "--quiet", "--no-plots"]) == 0
+    assert link.is_symlink() and (target / "flows.parquet").exists()
+    # A link to nothing is refused before the run.
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "missing")
+    capsys.readouterr()
+    assert fabricsim.cli.main(["run", str(small_toml), "--out", str(dangling), "--quiet"]) == 2
+    assert capsys.readouterr().err == f"fabricsim: error: --out: {dangling} is a symbolic link to nothing; name a folder\n"
+    assert not (tmp_path / "missing").exists()
+
+
+def test_a_plotting_failure_keeps_the_tables_and_warns(tmp_path, small_toml):
+    # matplotlib refuses an unknown backend; the run's tables are still saved.
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    env = dict(os.environ, MPLBACKEND="bogus")
+    p = subprocess.run([sys.executable, "-m", "fabricsim", "run", str(small_toml), "--out", str(out), "--quiet"],
+                       capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.startswith("fabricsim: warning: plots not drawn: ValueError:"), p.stderr
+    assert p.stderr.rstrip().endswith("(the tables are saved)") and "Traceback" not in p.stderr
+    assert (out / "flows.parquet").exists() and not list(out.glob("*.png"))
+
+
+def test_pcap_snap_needs_a_capture_and_seeds_may_have_leading_zeros(tmp_path, small_toml, capsys):
+    out = tmp_path / "o"
+    assert fabricsim.cli.main(["run", str(small_toml), "--out", str(out), "--pcap-snap", "64"]) == 2
+    assert capsys.readouterr().err == "fabricsim: error: --pcap-snap: applies to a capture; give --pcap SPEC too\n"
+    assert not out.exists()
+    assert fabricsim.cli.main(["run", str(small_toml), "--out", str(out), "--seed", "010", "--quiet", "--no-plots"]) == 0
+    assert json.loads((out / "summary.json").read_text())["seed"] == 10
+
+
+def test_a_closed_pipe_ends_the_listing_quietly():
+    # `fabricsim list | head -1` printed "fabricsim: error: [Errno 32] Broken pipe".
+    import subprocess
+    import sys
+
+    p = subprocess.run(f"'{sys.executable}' -m fabricsim list | head -c 20", shell=True, capture_output=True, text=True)
+    assert p.stderr == "" and len(p.stdout) == 20, p

@@ -249,6 +249,31 @@ def test_output_folders_get_the_usual_permissions(tmp_path):
     assert stat.S_IMODE((a / "flows.parquet").stat().st_mode) == 0o640
 
 
+def test_an_empty_read_only_folder_is_filled_and_stays_read_only(tmp_path):
+    # Its mode used to be given to the temporary folder before the files were written
+    # into it, so a non-root user's run failed after the simulation (root writes
+    # anyway; the mode check below holds for both).
+    r = fabricsim.run(LONE)
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    os.chmod(ro, 0o555)
+    try:
+        out = r.save(ro, plots=False)
+        assert (out / "flows.parquet").exists()
+        assert stat.S_IMODE(out.stat().st_mode) == 0o555
+    finally:
+        os.chmod(ro, 0o755)
+
+
+def test_no_queue_plot_without_port_samples(tmp_path):
+    # With sampling off the chart was empty.
+    r = fabricsim.run(LONE.replace("[output]", "[output]\nsample_interval = \"0us\"") if "[output]" in LONE
+                      else LONE + "\n[output]\nsample_interval = \"0us\"\n")
+    assert len(r.ports) == 0
+    out = r.save(tmp_path / "o", plots=True)
+    assert (out / "fct_cdf.png").exists() and not (out / "queues.png").exists()
+
+
 # --- 6. long names ------------------------------------------------------------------
 
 

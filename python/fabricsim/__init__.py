@@ -8,11 +8,12 @@
     r.save("out")  # Parquet tables, summary.json, scenario.toml and plots, written atomically
 
 Scenario errors raise :class:`ScenarioError` (a ``ValueError``) whose message names the
-key and the allowed values, exactly as the command line prints it.
+key and the allowed values, exactly as the command line prints it. A plot matplotlib
+cannot draw does not lose a run: ``save`` writes the tables and warns (:class:`PlotWarning`).
 """
 
 from ._core import ScenarioError, __version__
 from .api import catalog, default_scenario, run, validate
-from .results import Result
+from .results import PlotWarning, Result
 
-__all__ = ["run", "validate", "catalog", "default_scenario", "Result", "ScenarioError", "__version__"]
+__all__ = ["run", "validate", "catalog", "default_scenario", "Result", "ScenarioError", "PlotWarning", "__version__"]

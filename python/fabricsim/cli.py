@@ -7,14 +7,16 @@ import json
 import os
 import re
 import sys
-import textwrap
 import tempfile
+import textwrap
 import time
+import warnings
 from pathlib import Path
 from typing import List, NoReturn, Optional
 
 from . import __version__
 from ._core import ScenarioError
+from .results import PlotWarning
 
 
 class _Parser(argparse.ArgumentParser):
@@ -95,6 +97,11 @@ def _out_problem(out: Path) -> Optional[str]:
     is not wasted; nothing is left behind (the folder appears only when the run is saved;
     a probe folder is made and removed beside it)."""
     try:
+        if out.is_symlink():
+            if not out.exists():
+                return f"--out: {out} is a symbolic link to nothing; name a folder"
+            # Results go into the folder it names (see Result.save).
+            out = Path(os.path.realpath(out))
         if out.exists() and not out.is_dir():
             return f"--out: {out} already exists and is not a folder; choose a new folder"
         if out.exists() and any(out.iterdir()):
@@ -138,20 +145,29 @@ def _cmd_run(a: argparse.Namespace) -> int:
         return _fail("scenario: empty path; name a scenario TOML file, or leave it out to run the bundled default")
     # Always a file: a missing "loss=0.01.toml" is not TOML text.
     scenario = default_scenario() if a.scenario is None else Path(a.scenario)
+    if a.pcap_snap is not None and a.pcap is None:
+        return _fail("--pcap-snap: applies to a capture; give --pcap SPEC too")
     if a.out is not None:
         problem = _out_problem(a.out)
         if problem:
             return _fail(problem)
     try:
-        result = run(scenario, seed=a.seed, progress=not a.quiet and sys.stderr.isatty(), pcap=a.pcap, pcap_snap=a.pcap_snap,
-                     partitions=a.partitions)
+        result = run(scenario, seed=a.seed, progress=not a.quiet and sys.stderr.isatty(), pcap=a.pcap,
+                     pcap_snap=128 if a.pcap_snap is None else a.pcap_snap, partitions=a.partitions)
     except ScenarioError as e:
         return _fail(_flag_error(str(e), a) or f"{scenario}: {e}")
     out = a.out or _default_out(result.summary["name"])
     # The scenario's output.plots decides, unless --no-plots.
     plots = False if a.no_plots else None
     try:
-        result.save(out, plots=plots)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", PlotWarning)
+            result.save(out, plots=plots)
+        for w in caught:
+            if issubclass(w.category, PlotWarning):
+                sys.stderr.write(f"fabricsim: warning: {w.message} (the tables are saved)\n")
+            else:
+                warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     except OSError as e:
         # Checked before the run, but the disk can fill or the folder appear meanwhile;
         # save() leaves nothing behind.
@@ -247,7 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-plots", action="store_true", help="do not draw the PNG plots")
     r.add_argument("--pcap", metavar="SPEC", help="capture the frames crossing these cables into capture.pcap: comma-separated "
                    "port names (leaf[0].up[1]), hosts (host[3]) or switches (spine[0]); both directions")
-    r.add_argument("--pcap-snap", type=_pcap_snap, default=128, metavar="BYTES", help="payload bytes kept per captured frame (default 128)")
+    r.add_argument("--pcap-snap", type=_pcap_snap, metavar="BYTES", help="payload bytes kept per captured frame (default 128; with --pcap)")
     r.set_defaults(func=_cmd_run)
 
     v = sub.add_parser("validate", help="check a scenario without running it")
@@ -272,9 +288,13 @@ def _int_in(lo: int, hi: int, shown: str, base: int = 10):
     (``base`` 0 also takes ``0x`` and ``0o`` prefixes)."""
     def parse(text: str) -> int:
         try:
-            v = int(text, base)
+            # Decimal first: base 0 refuses leading zeros ("010").
+            v = int(text, 10)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer between {shown}, got {text!r}") from None
+            try:
+                v = int(text, base)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"expected an integer between {shown}, got {text!r}") from None
         if not lo <= v <= hi:
             raise argparse.ArgumentTypeError(f"expected an integer between {shown}, got {text!r}")
         return v
@@ -293,6 +313,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("fabricsim: interrupted\n")
         return 130
+    except BrokenPipeError:
+        # The reader went away (`fabricsim list | head`): nothing more to say, and
+        # Python's flush of stdout at exit must not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except (OSError, FileExistsError) as e:
         return _fail(str(e), 1)
 

@@ -232,10 +232,13 @@ def throughput_time(r: "Result", path: Path, top: int = 8) -> Path:
 
 
 def draw_all(r: "Result", folder: Path) -> List[Path]:
-    """Draws every standard plot into ``folder``; the multipath ones only when their
-    tables have rows."""
+    """Draws every standard plot into ``folder``; the queue and multipath ones only when
+    their tables have rows."""
     folder = Path(folder)
-    out = [fct_cdf(r, folder / "fct_cdf.png"), throughput(r, folder / "throughput.png"), queues(r, folder / "queues.png")]
+    out = [fct_cdf(r, folder / "fct_cdf.png"), throughput(r, folder / "throughput.png")]
+    if len(r.ports):
+        # Not with port sampling off (output.sample_interval = "0us"): an empty chart.
+        out.append(queues(r, folder / "queues.png"))
     if len(r.paths):
         out.append(path_load(r, folder / "paths.png"))
     if len(r.ev_states):

@@ -7,6 +7,7 @@ import os
 import secrets
 import shutil
 import stat
+import warnings
 import weakref
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -105,6 +106,19 @@ class Result:
         return (f"<fabricsim.Result {s['name']!r}: {s['flows']['finished']}/{s['flows']['total']} flows, "
                 f"{s['sim_time_ns'] / 1e6:.3f} ms simulated>")
 
+    def _draw_plots(self, folder: Path) -> None:
+        """Draws the plots into ``folder``; if matplotlib fails (a bad MPLBACKEND, a
+        missing font cache directory...), the results are still worth saving: what was
+        drawn is removed and a :class:`PlotWarning` says why."""
+        try:
+            from .plots import draw_all
+
+            draw_all(self, folder)
+        except Exception as e:  # noqa: BLE001 - any plotting failure, reported as such
+            for png in folder.glob("*.png"):
+                png.unlink()
+            warnings.warn(f"plots not drawn: {type(e).__name__}: {e}", PlotWarning, stacklevel=3)
+
     def save(self, out: "os.PathLike[str] | str", plots: Optional[bool] = None) -> Path:
         """Writes every table as Parquet (``flows``, ``ports``, ``collectives``,
         ``connections``, ``paths``, ``ev_states``, ``ooo``, ``throughput``, ``faults``),
@@ -129,7 +143,15 @@ class Result:
         if plots is not None and not isinstance(plots, bool):
             raise TypeError(f"save: plots must be True, False or None, got {plots!r}")
         out = Path(out)
-        if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        if out.is_symlink():
+            if not out.exists():
+                raise FileNotFoundError(f"output folder {out} is a symbolic link to nothing")
+            # The folder it names is the one to fill (renaming onto the link would
+            # replace the link, not fill its folder).
+            out = Path(os.path.realpath(out))
+        if out.exists() and not out.is_dir():
+            raise FileExistsError(f"output folder {out} already exists and is not a folder")
+        if out.exists() and any(out.iterdir()):
             raise FileExistsError(f"output folder {out} already exists and is not empty")
         if plots is None:
             output = (self.summary.get("scenario") or {}).get("output") or {}
@@ -144,9 +166,6 @@ class Result:
         try:
             out.parent.mkdir(parents=True, exist_ok=True)
             tmp = _temporary_sibling(out)
-            if out.is_dir():
-                # An (empty) folder the user made keeps its permissions.
-                os.chmod(tmp, stat.S_IMODE(out.stat().st_mode))
             for name in TABLES:
                 self.tables[name].to_parquet(tmp / f"{name}.parquet", index=False)
             captured = self.pcap is not None and Path(self.pcap).exists()
@@ -159,10 +178,11 @@ class Result:
             if self.scenario_text is not None:
                 (tmp / "scenario.toml").write_text(self.scenario_text, encoding="utf-8")
             if plots:
-                from .plots import draw_all
-
-                draw_all(self, tmp)
-            if out.exists():
+                self._draw_plots(tmp)
+            if out.is_dir():
+                # An (empty) folder the user made keeps its permissions (set last: a
+                # read-only one would refuse the files).
+                os.chmod(tmp, stat.S_IMODE(out.stat().st_mode))
                 out.rmdir()
             os.replace(tmp, out)
         except BaseException:
@@ -180,6 +200,10 @@ class Result:
                 self._pcap_cleanup()  # the temporary capture is no longer needed
                 self._pcap_cleanup = None
         return out
+
+
+class PlotWarning(UserWarning):
+    """The plots could not be drawn; the tables were saved without them."""
 
 
 def _temporary_sibling(out: Path) -> Path:
