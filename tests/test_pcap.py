@@ -59,8 +59,12 @@ def test_a_roce_flow_decodes_with_its_opcodes_and_consecutive_psns(tmp_path):
     # towards the sender, so the receiver's cable is the one that carries them all.
     out, s = run_captured(tmp_path, "host[3]", kind="roce", topo="leaf_spine", topo_keys="leaves = 2\nspines = 2\nhosts_per_leaf = 2",
                           fabric="", transport_keys="", dst=3, size="40960B")
-    rows = tshark(out / "capture.pcap", "infiniband.bth.opcode", "infiniband.bth.psn", "ipv6.src", "udp.dstport")
+    rows = tshark(out / "capture.pcap", "infiniband.bth.opcode", "infiniband.bth.psn", "ipv6.src", "udp.dstport",
+                  "infiniband.bth.destqp", "infiniband.mad.mgmtclass")
     data = [r for r in rows if r[3] == "4791" and r[0] in ("6", "7", "8")]
+    # No frame goes to QP 0 or 1, whose payloads Wireshark would read as management
+    # datagrams (the endpoints' numbers start at 0; the wire adds 2).
+    assert all(int(r[4], 16) >= 2 and r[5] == "" for r in rows), rows[:3]
     acks = [r for r in rows if r[0] == "17"]
     assert [r[0] for r in data] == ["6"] + ["7"] * 8 + ["8"]
     psns = [int(r[1]) for r in data]

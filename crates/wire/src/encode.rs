@@ -35,8 +35,9 @@
 //! # BTH
 //! Opcode; SE = 0; M (MigReq) = [`EncodeConfig::mig_req`]; pad count; TVer = 0;
 //! P_Key `0xFFFF`; byte 4 = BECN for a CNP (as scapy and NICs send it), else 0;
-//! DestQP = low 24 bits of [`Bth::dest_qp`]; A = [`Bth::ack_req`]; PSN = low 24 bits of
-//! [`Bth::psn`].
+//! DestQP = low 24 bits of [`Bth::dest_qp`] + [`QPN_OFFSET`] (QPs 0 and 1 are
+//! InfiniBand's management QPs, whose payloads Wireshark decodes as MADs); A =
+//! [`Bth::ack_req`]; PSN = low 24 bits of [`Bth::psn`].
 //!
 //! The InfiniBand opcode fixes which extension headers follow the BTH (WRITE_FIRST has a
 //! RETH, ACKNOWLEDGE an AETH, ...: [`standard_hdrs`]), but fabricsim's multipath
@@ -87,6 +88,11 @@ use crate::packet::{
     hdr, opcode, Aeth, Bth, Ecn, Ext, NetHdr, Packet, Reth, TrafficClass, AETH_BYTES, EXT_BYTES, IMM_BYTES, RETH_BYTES,
     ROCEV2_UDP_PORT,
 };
+
+/// Added to [`Bth::dest_qp`] (the simulator's endpoint number, from 0) on the wire, so
+/// that no frame carries QP 0 or 1, InfiniBand's subnet and general management QPs:
+/// Wireshark decodes their payloads as management datagrams, not RDMA data.
+pub const QPN_OFFSET: u32 = 2;
 
 /// Bytes of the Ethernet II header (no VLAN tag).
 pub const ETH_BYTES: usize = 14;
@@ -458,7 +464,7 @@ pub fn emit(pkt: &Packet, cfg: &EncodeConfig, out: &mut Vec<u8>) -> Result<usize
     out.push(mig | ((pad as u8) << BTH_PAD_SHIFT));
     out.extend_from_slice(&DEFAULT_PKEY.to_be_bytes());
     out.push(if op == opcode::CNP { BTH_BECN } else { 0 });
-    out.extend_from_slice(&pkt.bth.dest_qp.to_be_bytes()[1..]);
+    out.extend_from_slice(&pkt.bth.dest_qp.wrapping_add(QPN_OFFSET).to_be_bytes()[1..]);
     out.push(((pkt.bth.ack_req as u8) << 7) | resv7);
     out.extend_from_slice(&pkt.bth.psn.to_be_bytes()[1..]);
 
@@ -584,7 +590,7 @@ pub fn parse(bytes: &[u8]) -> Result<Packet, ParseError> {
     let bth = &udp[UDP_BYTES..];
     let op = bth[0];
     let pad = (bth[1] >> BTH_PAD_SHIFT) & 0x3;
-    let dest_qp = be24(bth, 5);
+    let dest_qp = be24(bth, 5).wrapping_sub(QPN_OFFSET) & 0xFF_FFFF;
     let ack_req = bth[8] & 0x80 != 0;
     let resv7 = bth[8] & 0x7F;
     let psn = be24(bth, 9);
@@ -753,7 +759,7 @@ mod tests {
         for sport in [0u16, 500, 520, 0x3FFF, 0xC123, 0xFFFF] {
             let pkt = Packet {
                 net: NetHdr { sport, ..vector_net(1, 2) },
-                bth: Bth { opcode: opcode::RC_ACK, ack_req: false, dest_qp: 0x22, psn: 1 },
+                bth: Bth { opcode: opcode::RC_ACK, ack_req: false, dest_qp: 0x22 - QPN_OFFSET, psn: 1 },
                 ..Default::default()
             };
             let mut f = Vec::new();
@@ -789,7 +795,7 @@ mod tests {
         // (which is what the ICRC and UDP checksum cover) must match.
         let ack = Packet {
             net: vector_net(2, 1),
-            bth: Bth { opcode: opcode::RC_ACK, ack_req: false, dest_qp: 0x22, psn: 0x100 },
+            bth: Bth { opcode: opcode::RC_ACK, ack_req: false, dest_qp: 0x22 - QPN_OFFSET, psn: 0x100 },
             hdrs: hdr::AETH,
             aeth: Aeth { syndrome: Aeth::ACK, msn: 1 },
             ..Default::default()
@@ -799,7 +805,7 @@ mod tests {
         nak.aeth = Aeth { syndrome: Aeth::NAK_SEQ_ERR, msn: 5 };
         let cnp = Packet {
             net: NetHdr { flow_label: 0, class: TrafficClass::Control, ecn: Ecn::NotEct, ..vector_net(2, 1) },
-            bth: Bth { opcode: opcode::CNP, ack_req: false, dest_qp: 0x11, psn: 0 },
+            bth: Bth { opcode: opcode::CNP, ack_req: false, dest_qp: 0x11 - QPN_OFFSET, psn: 0 },
             ..Default::default()
         };
         for (pkt, v) in [(ack, ACK), (nak, NAK), (cnp, CNP)] {
@@ -817,7 +823,10 @@ mod tests {
     fn the_reference_data_vectors_parse_to_their_fields() {
         let send = parse(&hex(SEND_ONLY)).unwrap();
         assert_eq!(send.net, vector_net(1, 2));
-        assert_eq!(send.bth, Bth { opcode: opcode::RC_SEND_ONLY, ack_req: true, dest_qp: 0x11, psn: 0x100 });
+        assert_eq!(
+            send.bth,
+            Bth { opcode: opcode::RC_SEND_ONLY, ack_req: true, dest_qp: 0x11 - QPN_OFFSET, psn: 0x100 }
+        );
         assert_eq!((send.payload, send.hdrs), (8, 0));
 
         let w = parse(&hex(WRITE_ONLY_IMM)).unwrap();
@@ -831,7 +840,7 @@ mod tests {
     fn a_write_with_three_payload_bytes_is_padded_to_four() {
         let pkt = Packet {
             net: vector_net(1, 2),
-            bth: Bth { opcode: opcode::RC_WRITE_ONLY_IMM, ack_req: true, dest_qp: 0x11, psn: 0x102 },
+            bth: Bth { opcode: opcode::RC_WRITE_ONLY_IMM, ack_req: true, dest_qp: 0x11 - QPN_OFFSET, psn: 0x102 },
             hdrs: hdr::RETH | hdr::IMM,
             reth: Reth { va: 0x7f00_0000_1000, rkey: 0x1234, len: 4096 },
             imm: 0xdead_beef,
@@ -881,7 +890,8 @@ mod tests {
         assert_eq!(be128(&out, 38), host_addr(7, 3));
         assert_eq!(be16(&out, 56), 4791);
         let b = &out[BTH_AT..BTH_AT + BTH_BYTES];
-        assert_eq!(b, [0x07, 0x70, 0xFF, 0xFF, 0x00, 0, 0, 5, 0x80, 0, 0, 9]);
+        // DestQP: the low 24 bits, plus the offset that keeps QPs 0 and 1 off the wire.
+        assert_eq!(b, [0x07, 0x70, 0xFF, 0xFF, 0x00, 0, 0, 5 + QPN_OFFSET as u8, 0x80, 0, 0, 9]);
         assert_eq!(out[BTH_AT + 12..BTH_AT + 17], [0xAB; 5]);
         assert_eq!(out[BTH_AT + 17..BTH_AT + 20], [0; 3]);
 

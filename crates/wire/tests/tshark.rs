@@ -107,6 +107,7 @@ fn tshark_decodes_opcodes_psns_addresses_and_checksums() {
         .args(["-T", "fields", "-E", "separator=,"])
         .args(["-e", "infiniband.bth.opcode", "-e", "infiniband.bth.psn", "-e", "ipv6.dst", "-e", "udp.srcport"])
         .args(["-e", "udp.checksum.status", "-e", "infiniband.invariant.crc", "-e", "_ws.malformed"])
+        .args(["-e", "infiniband.bth.destqp"])
         .output()
         .unwrap();
     std::fs::remove_file(&path).unwrap();
@@ -117,7 +118,7 @@ fn tshark_decodes_opcodes_psns_addresses_and_checksums() {
 
     for ((line, p), frame) in lines.iter().zip(&pkts).zip(&frames) {
         let f: Vec<&str> = line.split(',').collect();
-        assert_eq!(f.len(), 7, "{line}");
+        assert_eq!(f.len(), 8, "{line}");
         assert_eq!(f[0], p.bth.opcode.to_string(), "opcode: {line}");
         assert_eq!(f[1], p.bth.psn.to_string(), "PSN: {line}");
         let dst = match p.net.srv6() {
@@ -136,5 +137,7 @@ fn tshark_decodes_opcodes_psns_addresses_and_checksums() {
             assert_eq!(f[5], format!("{wire:#010x}"), "ICRC position: {line}");
         }
         assert_eq!(f[6], "", "malformed: {line}");
+        // Never QP 0 or 1 (management datagrams to Wireshark).
+        assert_eq!(f[7], format!("{:#08x}", p.bth.dest_qp + fabricsim_wire::encode::QPN_OFFSET), "DestQP: {line}");
     }
 }
