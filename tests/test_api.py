@@ -87,6 +87,8 @@ def test_bad_scenarios_raise_scenario_error_with_the_key_named(change, message):
 def test_bad_arguments_are_scenario_errors(tmp_path):
     with pytest.raises(fabricsim.ScenarioError, match="scenario file not found"):
         fabricsim.run(tmp_path / "missing.toml")
+    with pytest.raises(fabricsim.ScenarioError, match=r"is a folder; name a scenario TOML file"):
+        fabricsim.run(tmp_path)
     with pytest.raises(fabricsim.ScenarioError, match="seed: expected an integer"):
         fabricsim.run(SMALL, seed=-1)
     for bad in (0, 9, "2", True):

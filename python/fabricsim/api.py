@@ -94,6 +94,8 @@ def load(scenario: ScenarioLike) -> Tuple[str, str, Optional[Path]]:
         text = str(scenario)
         if (isinstance(scenario, os.PathLike) or _is_file(path) or not ("=" in text or "\n" in text)
                 or (text.endswith(".toml") and "\n" not in text)):
+            if path.is_dir():
+                raise ScenarioError(f"scenario: {path} is a folder; name a scenario TOML file")
             if not _is_file(path):
                 raise ScenarioError(f"scenario file not found: {path}")
             try:

@@ -190,7 +190,20 @@ impl TopologySpec {
             return Err(invalid("hosts", "the topology has no hosts; every count must be at least 1"));
         }
         if hosts > MAX_HOSTS {
-            return Err(invalid("hosts", format!("{hosts} hosts is more than the supported {MAX_HOSTS}")));
+            // Named by the key that multiplies up to the host count (there is no
+            // `hosts` key).
+            let (field, how) = match *self {
+                TopologySpec::LeafSpine { leaves, hosts_per_leaf, .. } => {
+                    ("hosts_per_leaf", format!("{leaves} leaves x {hosts_per_leaf} hosts per leaf"))
+                }
+                TopologySpec::FatTree { k, pods, hosts_per_edge, .. } => {
+                    ("k", format!("k = {k}: {pods} pods x {} edge switches x {hosts_per_edge} hosts per edge", k / 2))
+                }
+                TopologySpec::MultiPlane { groups, hosts_per_group, .. } => {
+                    ("hosts_per_group", format!("{groups} groups x {hosts_per_group} hosts per group"))
+                }
+            };
+            return Err(invalid(field, format!("{how} = {hosts} hosts, more than the supported {MAX_HOSTS}")));
         }
         let mut p = Plan { nodes: Vec::new(), cables: Vec::new(), nics: 1 };
         let (h, f) = (links.host_link, links.fabric_link);

@@ -336,7 +336,7 @@ fn parse_topology(v: &Value) -> Result<(TopologySpec, LinkParams, u32, u64), Sce
             }
         }
         "multi_plane" => TopologySpec::MultiPlane {
-            planes: u32_key(&mut r, "planes", 4)?,
+            planes: r.int("planes", 4, 1, 8)? as u32,
             groups: u32_key(&mut r, "groups", 4)?,
             hosts_per_group: u32_key(&mut r, "hosts_per_group", 8)?,
             t1_per_plane: u32_key(&mut r, "t1_per_plane", 4)?,
@@ -527,7 +527,16 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
         }
         _ => unreachable!("choice() only returns allowed kinds"),
     };
-    r.finish(&params_for("transport", &kind))?;
+    if let Err(e) = r.finish(&params_for("transport", &kind)) {
+        if !matches!(v, Value::Table(t) if t.contains_key("kind")) {
+            // Without `kind` a table is RoCE; a key of another kind (`evs`, say) says
+            // the user meant that one.
+            return Err(ScenarioError::from_message(&format!(
+                "{e}; a transport table without kind is kind = \"roce\" (give the kind, e.g. kind = \"mrc\")"
+            )));
+        }
+        return Err(e);
+    }
     Ok(spec)
 }
 
@@ -714,6 +723,12 @@ fn parse_fault(i: usize, v: &Value, stop: Option<Dur>) -> Result<FaultSpec, Scen
     let mut r = Reader::new(format!("faults[{i}]"), v)?;
     r.documented(&schema::FAULTS.iter().collect::<Vec<_>>());
     let at = r.duration("at")?.ok_or_else(|| r.error("at", "is required (a time such as \"200us\")"))?;
+    if let Some(stop) = stop.filter(|&s| at > s) {
+        // It would never happen: a run with a stop time ends there.
+        return Err(
+            r.error("at", format!("{at} is after the scenario's stop time ({stop}): the fault would never happen"))
+        );
+    }
     let kind = r.choice("kind", "", schema::FAULT_KINDS)?;
     let link = match r.raw("link") {
         None => None,

@@ -279,7 +279,7 @@ pub const FAULT_KINDS: &[&str] =
 
 /// `[[faults]]` keys.
 pub const FAULTS: &[Param] = &[
-    p("at", Ty::Duration, "", "When the fault happens."),
+    p("at", Ty::Duration, "", "When the fault happens (not after the scenario's stop time)."),
     c("kind", "", FAULT_KINDS, "What happens: a cable goes down / up / flaps; random loss on a cable, or only for packets of one entropy value; a switch goes down / up (all its cables; back up, it does not revive a cable that failed on its own); extra delay or a new rate on a cable or a switch's egress ports."),
     p("link", Ty::Str, "", "The cable, named by either end's port, e.g. \"t0[3].up[5]\" or \"host[2].nic[0]\" (both directions are affected). For link_*, ev_loss, and delay/rate on a cable."),
     p("switch", Ty::Str, "", "The switch, e.g. \"t1[2]\" or \"core[0]\". For switch_down, switch_up, and delay/rate on all its egress ports."),

@@ -258,11 +258,18 @@ fn per_connection(bytes: u64) -> String {
 /// the message complete before its last packets arrived.)
 pub const MAX_MESSAGE: u64 = 1 << 31;
 
-/// Refuses a workload whose messages exceed [`MAX_MESSAGE`].
-fn check_message_sizes(messages: &[fabricsim_workload::MessageSpec]) -> Result<(), ScenarioError> {
+/// Refuses a workload whose messages exceed [`MAX_MESSAGE`], naming the size key: a
+/// `flows` entry's own, or the workload's.
+fn check_message_sizes(scenario: &Scenario, messages: &[fabricsim_workload::MessageSpec]) -> Result<(), ScenarioError> {
     match messages.iter().find(|m| m.size > MAX_MESSAGE) {
         Some(m) => Err(ScenarioError::new(
-            &format!("workload[{}].size", m.workload),
+            &match scenario.workloads.get(m.workload as usize).map(|w| &w.kind) {
+                Some(fabricsim_workload::WorkloadKind::Flows(flows)) => {
+                    let i = flows.iter().position(|f| f.2 > MAX_MESSAGE).unwrap_or(0);
+                    format!("workload[{}].flows[{i}].size", m.workload)
+                }
+                _ => format!("workload[{}].size", m.workload),
+            },
             format!(
                 "makes messages of {} bytes; an RDMA message is at most 2^31 bytes (2147483648, \"2GiB\"): use a smaller size, or several messages",
                 m.size
@@ -540,7 +547,7 @@ impl Sim {
             .map_err(|e| ScenarioError::from_message(&e.to_string()))?;
         let nics_per_host = fabric.nics();
         check_planes(&scenario, nics_per_host)?;
-        check_message_sizes(&plan.messages)?;
+        check_message_sizes(&scenario, &plan.messages)?;
         check_memory(&scenario, &plan.conns, nics_per_host)?;
         let mut eps = Vec::new();
         let mut meta = Vec::new();

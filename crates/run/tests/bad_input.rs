@@ -44,6 +44,16 @@ fn error_of(toml: &str) -> String {
     "",
     "workload[0].size: makes messages of 3000000000 bytes; an RDMA message is at most 2^31 bytes"
 )]
+#[case::flow_too_large("", "workload[0].flows[1].size: makes messages of 3000000000 bytes")]
+#[case::too_many_hosts(
+    "",
+    "topology.hosts_per_leaf: 1000 leaves x 2000 hosts per leaf = 2000000 hosts, more than the supported 1048576"
+)]
+#[case::fault_after_stop(
+    "stop = \"5us\"\n",
+    "faults[0].at: 100us is after the scenario's stop time (5us): the fault would never happen"
+)]
+#[case::too_many_planes("", "topology.planes: must be between 1 and 8, got 9")]
 #[case::receiver_out_of_range("", "workload[0].receiver: host 99 does not exist (hosts are 0..3)")]
 #[case::too_many_senders("", "workload[0].senders: 9 hosts requested but only 3 are available")]
 #[case::unknown_transport(
@@ -56,6 +66,7 @@ fn error_of(toml: &str) -> String {
     "workload[0].transport.kind: unknown value \"tcp\" (allowed: roce, qp_scaling, mprdma, stellar, udmp, mrc)"
 )]
 #[case::bad_workload_transport_key("", "workload[0].transport.paths: unknown key (allowed here: kind, qps")]
+#[case::transport_key_without_its_kind("", "workload[0].transport.evs: unknown key (allowed here: kind, cc, dcqcn")]
 #[case::wrong_type("", "topology.mtu: expected an integer, got a string")]
 #[case::mtu_range("", "topology.mtu: must be between 256 and 9000, got 100000")]
 #[case::ecn_order("", "fabric.ecn.kmin: must not exceed kmax")]
@@ -118,11 +129,22 @@ fn bad_input_is_refused_with_the_key_named(#[case] prefix: &str, #[case] expecte
         "output.sample_interval" => format!("{BASE}[output]\nsample_interval = \"500ps\"\n"),
         "workload[0].size" if expected.contains("messages of") => BASE.replace("\"1MB\"", "\"3GB\""),
         "workload[0].size" => BASE.replace("\"1MB\"", "0"),
+        "workload[0].flows[1].size" => BASE.replace(
+            "kind = \"incast\"\nsenders = 2\nsize = \"1MB\"",
+            "kind = \"flows\"\nflows = [{ src = 0, dst = 1, size = 10 }, { src = 1, dst = 2, size = \"3GB\" }]",
+        ),
+        "topology.hosts_per_leaf" => BASE.replace("leaves = 2", "leaves = 1000").replace("hosts_per_leaf = 2", "hosts_per_leaf = 2000"),
+        "faults[0].at" => format!("{BASE}[[faults]]\nat = \"100us\"\nkind = \"link_down\"\nlink = \"leaf[0].up[0]\"\n"),
         "workload[0].receiver" => BASE.replace("senders = 2", "senders = 2\nreceiver = 99"),
         "workload[0].senders" => BASE.replace("senders = 2", "senders = 9"),
         "transport.kind" => format!("{BASE}[transport]\nkind = \"tcp\"\n"),
         "transport.cc" => format!("{BASE}[transport]\ncc = \"bbr\"\n"),
         "workload[0].transport.kind" => BASE.replace("senders = 2", "senders = 2\ntransport = { kind = \"tcp\" }"),
+        "topology.planes" => BASE.replace(
+            "kind = \"leaf_spine\"\nleaves = 2\nspines = 2\nhosts_per_leaf = 2",
+            "kind = \"multi_plane\"\nplanes = 9\ngroups = 2\nhosts_per_group = 2\nt1_per_plane = 2",
+        ),
+        "workload[0].transport.evs" => BASE.replace("senders = 2", "senders = 2\ntransport = { evs = 8 }"),
         "workload[0].transport.paths" => {
             BASE.replace("senders = 2", "senders = 2\ntransport = { kind = \"qp_scaling\", paths = 4 }")
         }
@@ -271,4 +293,18 @@ fn ecn_that_no_queue_can_reach_is_refused() {
     let e = error_of(&sc("600KB"));
     assert!(e.starts_with("fabric.ecn: marks from 400000 bytes of queue on a 100Gbps port, but without PFC a port's queue holds at most 300000"), "{e}");
     Sim::new(Scenario::from_toml(&sc("1MB")).unwrap()).unwrap();
+}
+
+#[test]
+fn a_transport_table_without_kind_says_it_is_roce() {
+    // `transport = { evs = 8 }` under an MRC scenario meant MRC; the table is RoCE.
+    let toml = BASE.replace("senders = 2", "senders = 2\ntransport = { evs = 8 }");
+    let err = error_of(&format!("{toml}[transport]\nkind = \"mrc\"\n"));
+    assert!(
+        err.ends_with("; a transport table without kind is kind = \"roce\" (give the kind, e.g. kind = \"mrc\")"),
+        "{err}"
+    );
+    // With a kind given, the plain message.
+    let toml = BASE.replace("senders = 2", "senders = 2\ntransport = { kind = \"roce\", evs = 8 }");
+    assert!(!error_of(&toml).contains("without kind"));
 }
