@@ -558,6 +558,10 @@ fn window(r: &mut Reader<'_>, at_least: u32) -> Result<Option<u32>, ScenarioErro
 /// The RoCE keys shared by `roce` and `qp_scaling`.
 fn parse_roce(r: &mut Reader<'_>, line: Rate) -> Result<RoceConfig, ScenarioError> {
     let cc = r.choice("cc", "dcqcn", &["dcqcn", "none"])?;
+    if cc == "none" && r.raw("dcqcn").is_some() {
+        // It would be ignored: nothing runs DCQCN.
+        return Err(r.error("dcqcn", "applies to cc = \"dcqcn\"; this transport has cc = \"none\""));
+    }
     let dcqcn = parse_dcqcn(r.path("dcqcn"), r.raw("dcqcn"), line)?;
     let d = RoceConfig::default();
     Ok(RoceConfig {

@@ -67,6 +67,10 @@ pub fn parse_duration(s: &str) -> Result<Dur, String> {
     if x > MAX_DURATION.ps() as f64 {
         return Err(format!("must be at most 1000000s (about 11.6 days of simulated time), got \"{s}\""));
     }
+    if x > 0.0 && x < 0.5 {
+        // It would round to 0, which means something else (off, no delay).
+        return Err(format!("must be 0 or at least 1ps (the simulator's resolution), got \"{s}\""));
+    }
     Ok(Dur(x.round() as u64))
 }
 
@@ -148,6 +152,9 @@ mod tests {
         // Sums of a few durations (a start plus an offset) must stay in 64-bit ps.
         assert_eq!(parse_duration("1000000s").unwrap(), MAX_DURATION);
         assert!(parse_duration("1000001s").unwrap_err().contains("at most 1000000s"));
+        // Below the resolution a duration would silently become 0 (off, no delay).
+        assert!(parse_duration("0.4ps").unwrap_err().contains("at least 1ps"));
+        assert_eq!(parse_duration("0.6ps").unwrap(), Dur(1));
         assert!(parse_size("-8MB").is_err());
         assert!(parse_size("8XB").is_err());
         assert!(parse_size("MB").is_err());

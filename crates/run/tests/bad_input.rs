@@ -54,6 +54,7 @@ fn error_of(toml: &str) -> String {
     "faults[0].at: 100us is after the scenario's stop time (5us): the fault would never happen"
 )]
 #[case::too_many_planes("", "topology.planes: must be between 1 and 8, got 9")]
+#[case::dcqcn_without_dcqcn("", "transport.dcqcn: applies to cc = \"dcqcn\"; this transport has cc = \"none\"")]
 #[case::receiver_out_of_range("", "workload[0].receiver: host 99 does not exist (hosts are 0..3)")]
 #[case::too_many_senders("", "workload[0].senders: 9 hosts requested but only 3 are available")]
 #[case::unknown_transport(
@@ -138,6 +139,7 @@ fn bad_input_is_refused_with_the_key_named(#[case] prefix: &str, #[case] expecte
         "workload[0].receiver" => BASE.replace("senders = 2", "senders = 2\nreceiver = 99"),
         "workload[0].senders" => BASE.replace("senders = 2", "senders = 9"),
         "transport.kind" => format!("{BASE}[transport]\nkind = \"tcp\"\n"),
+        "transport.dcqcn" => format!("{BASE}[transport]\ncc = \"none\"\ndcqcn = {{ g = 0.01 }}\n"),
         "transport.cc" => format!("{BASE}[transport]\ncc = \"bbr\"\n"),
         "workload[0].transport.kind" => BASE.replace("senders = 2", "senders = 2\ntransport = { kind = \"tcp\" }"),
         "topology.planes" => BASE.replace(
