@@ -205,7 +205,11 @@ fn resolve_faults(sc: &Scenario, fabric: &Fabric) -> Result<Vec<Fault>, Scenario
                     let p = fabric.port_by_name(name).ok_or_else(|| {
                         ScenarioError::new(
                             &format!("faults[{i}].link"),
-                            format!("no port \"{name}\" in this topology (names look like {})", example_names(fabric)),
+                            format!(
+                                "no port \"{name}\" in this topology ({}; names look like {})",
+                                name_hint(fabric, name),
+                                example_names(fabric)
+                            ),
                         )
                     })?;
                     (Some(p), None, name.clone())
@@ -218,7 +222,8 @@ fn resolve_faults(sc: &Scenario, fabric: &Fabric) -> Result<Vec<Fault>, Scenario
                             ScenarioError::new(
                                 &format!("faults[{i}].switch"),
                                 format!(
-                                    "no switch \"{name}\" in this topology (for example {})",
+                                    "no switch \"{name}\" in this topology ({}; for example {})",
+                                    name_hint(fabric, name),
                                     fabric.nodes[fabric.hosts() as usize].name
                                 ),
                             )
@@ -229,6 +234,34 @@ fn resolve_faults(sc: &Scenario, fabric: &Fabric) -> Result<Vec<Fault>, Scenario
             Ok(Fault { kind: f.kind.clone(), port, node, target, flap_down: false })
         })
         .collect()
+}
+
+/// What exists near a name that names nothing: the ports of its node (`leaf[0]: up[0]
+/// to up[1], down[0] to down[1]`), the range of its kind of node (`spine[0] to
+/// spine[1]`), or the kinds of node there are.
+fn name_hint(fabric: &Fabric, name: &str) -> String {
+    let node_part = name.split_once('.').map_or(name, |(n, _)| n);
+    if let Some(n) = fabric.node_by_name(node_part) {
+        let mut labels: Vec<(String, usize)> = Vec::new();
+        for p in fabric.nodes[n as usize].ports() {
+            let pname = fabric.port_name(p);
+            let label = pname.rsplit_once('.').map_or("", |x| x.1).split('[').next().unwrap_or("").to_string();
+            match labels.iter_mut().find(|(l, _)| *l == label) {
+                Some((_, c)) => *c += 1,
+                None => labels.push((label, 1)),
+            }
+        }
+        let ports: Vec<String> = labels.iter().map(|(l, c)| format!("{l}[0] to {l}[{}]", c - 1)).collect();
+        return format!("{node_part} has ports {}", ports.join(", "));
+    }
+    let kind = node_part.split('[').next().unwrap_or("");
+    let count = fabric.nodes.iter().filter(|n| n.name.split('[').next() == Some(kind)).count();
+    if count > 0 {
+        return format!("there are {count} {kind} nodes: {kind}[0] to {kind}[{}]", count - 1);
+    }
+    let mut kinds: Vec<&str> = fabric.nodes.iter().filter_map(|n| n.name.split('[').next()).collect();
+    kinds.dedup();
+    format!("its nodes are {}", kinds.iter().map(|k| format!("{k}[..]")).collect::<Vec<_>>().join(", "))
 }
 
 fn example_names(fabric: &Fabric) -> String {
@@ -1194,7 +1227,7 @@ impl Sim {
             } else if let Some(n) = self.fabric.node_by_name(name) {
                 ports.extend_from_slice(self.fabric.ports_of(n));
             } else {
-                return Err(ScenarioError::new("pcap", format!("no port or node \"{name}\" in this topology (names look like {}, or a node such as \"host[0]\")", example_names(&self.fabric))));
+                return Err(ScenarioError::new("pcap", format!("no port or node \"{name}\" in this topology ({}; names look like {}, or a node such as \"host[0]\")", name_hint(&self.fabric, name), example_names(&self.fabric))));
             }
         }
         if ports.is_empty() {

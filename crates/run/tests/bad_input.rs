@@ -310,3 +310,23 @@ fn a_transport_table_without_kind_says_it_is_roce() {
     let toml = BASE.replace("senders = 2", "senders = 2\ntransport = { kind = \"roce\", evs = 8 }");
     assert!(!error_of(&toml).contains("without kind"));
 }
+
+#[test]
+fn a_name_that_names_nothing_is_answered_with_what_exists() {
+    let fault = |kind: &str, key: &str, name: &str| {
+        error_of(&format!("{BASE}[[faults]]\nat = \"1us\"\nkind = \"{kind}\"\n{key} = \"{name}\"\n"))
+    };
+    let e = fault("link_down", "link", "leaf[9].up[0]");
+    assert!(
+        e.starts_with(
+            "faults[0].link: no port \"leaf[9].up[0]\" in this topology (there are 2 leaf nodes: leaf[0] to leaf[1];"
+        ),
+        "{e}"
+    );
+    let e = fault("link_down", "link", "leaf[0].up[7]");
+    assert!(e.contains("(leaf[0] has ports down[0] to down[1], up[0] to up[1];"), "{e}");
+    let e = fault("switch_down", "switch", "spine[7]");
+    assert!(e.contains("(there are 2 spine nodes: spine[0] to spine[1]; for example leaf[0])"), "{e}");
+    let e = fault("switch_down", "switch", "core[0]");
+    assert!(e.contains("(its nodes are host[..], leaf[..], spine[..];"), "{e}");
+}
