@@ -277,9 +277,11 @@ fn example_names(fabric: &Fabric) -> String {
     }
 }
 
-/// A connection's state in words: MB, or KB below a tenth of one.
+/// An amount of memory in words: GB from one, MB, or KB below a tenth of a MB.
 fn per_connection(bytes: u64) -> String {
-    if bytes >= 100_000 {
+    if bytes >= 1_000_000_000 {
+        format!("{:.1} GB", bytes as f64 / 1e9)
+    } else if bytes >= 100_000 {
         format!("{:.1} MB", bytes as f64 / 1e6)
     } else {
         format!("{:.1} KB", bytes as f64 / 1e3)
@@ -369,12 +371,12 @@ fn check_memory(scenario: &Scenario, conns: &[fabricsim_workload::ConnSpec], nic
         &path,
         format!(
             "the connections' state needs about {:.1} GB ({n} connections of workload {w} at {} each{}), \
-             and with the simulator's other memory more than the {:.1} GB this process can allocate; \
-             use fewer {} or fewer hosts",
+             and with the simulator's other memory more than the {} this process can still allocate \
+             once the fabric is built; use fewer {} or fewer hosts",
             gb(total),
             per_connection(bytes / n.max(1)),
             if scenario.partitions > 1 { format!(", x {} partitions", scenario.partitions) } else { String::new() },
-            gb(available),
+            per_connection(available),
             match key {
                 "qps" => "QPs",
                 "paths" => "paths",
