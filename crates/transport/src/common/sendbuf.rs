@@ -360,11 +360,21 @@ impl SendBuffer {
 
     /// Cumulative acknowledgement: every PSN below `cum` arrived.
     pub fn cum_ack(&mut self, cum: u32) {
+        self.cum_ack_with(cum, |_, _| {});
+    }
+
+    /// [`cum_ack`](Self::cum_ack), calling `newly(psn, record)` for every PSN that it
+    /// acknowledges while in flight (not selectively acknowledged before, nor declared
+    /// lost): a packet known to have arrived whose own acknowledgement has not.
+    pub fn cum_ack_with(&mut self, cum: u32, mut newly: impl FnMut(u32, PsnRecord)) {
         let end = cum.min(self.next_new);
         while self.una < end {
             let psn = self.una;
             let rec = self.recs[0];
             if !rec.acked {
+                if !rec.lost {
+                    newly(psn, rec);
+                }
                 self.ack(psn);
             } else {
                 self.advance_one();

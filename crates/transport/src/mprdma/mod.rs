@@ -47,12 +47,13 @@ pub struct MprdmaSender {
     snd_ooh: u32,
     /// Send opportunities clocked out by ACKs, each on a path.
     credits: VecDeque<u32>,
-    /// Packets in the network as the ACK clock counts them: one more per packet sent,
-    /// one fewer per ACK (or loss). Not the PSNs outstanding: an ACK from a fast path
-    /// can acknowledge, cumulatively, a packet still on a slow path, and counting that
-    /// packet out then would hand its slot to the fast path and leave the slow path's
-    /// own ACK, when it comes, nothing to clock.
-    in_net: u32,
+    /// Packets acknowledged only cumulatively, by a later packet's ACK, whose own ACK
+    /// has not come: `(psn, last sent)`, oldest first. The ACK clock counts them as
+    /// still in the network (the window is over packets in flight, one fewer per ACK,
+    /// as MP-RDMA counts): counting such a packet out when a fast path's ACK covers it
+    /// would hand its slot to the fast path and leave the slow path's own ACK, when it
+    /// comes, nothing to clock. One whose ACK is an RTO late is taken for lost.
+    unheard: VecDeque<(u32, Time)>,
     rtt: RttEstimator,
     rng: Rng,
     /// ACKs until the next once-per-RTT exploration draw.
@@ -72,7 +73,7 @@ impl MprdmaSender {
             cwnd: cfg.init_cwnd.max(1) as f64,
             snd_ooh: 0,
             credits: VecDeque::new(),
-            in_net: 0,
+            unheard: VecDeque::new(),
             rtt: RttEstimator::new(cfg.min_rto, Dur::from_ms(10)),
             rng,
             acks_to_round: cfg.init_cwnd.max(1),
@@ -109,7 +110,6 @@ impl MprdmaSender {
     /// A lost packet is resent on the path of the latest ACK that did not lag.
     fn lost(&mut self, rec: PsnRecord) {
         self.paths[rec.ev as usize].losses += 1;
-        self.in_net = self.in_net.saturating_sub(1);
         let ev = clocked::resend_path(&mut self.rng, self.cfg.paths, self.good_ev, rec.ev);
         self.credits.push_back(ev);
     }
@@ -119,9 +119,16 @@ impl MprdmaSender {
         // packets give valid samples too.
         if self.buf.ack(e.ack_psn).is_some() {
             self.rtt.sample(now.since(Time(e.ts)));
+        } else if let Some(i) = self.unheard.iter().position(|u| u.0 == e.ack_psn) {
+            self.unheard.remove(i);
         }
-        self.buf.cum_ack(e.cum_psn);
-        self.in_net = self.in_net.saturating_sub(1);
+        let unheard = &mut self.unheard;
+        self.buf.cum_ack_with(e.cum_psn, |psn, rec| unheard.push_back((psn, rec.sent_at)));
+        // An ACK lost on the way back would hold its packet's slot for ever.
+        let rto = self.rtt.rto();
+        while self.unheard.front().is_some_and(|u| now.since(u.1) > rto) {
+            self.unheard.pop_front();
+        }
         let marked = e.flags & Ext::F_ECE != 0;
         if marked {
             let n = self.paths.len();
@@ -140,7 +147,7 @@ impl MprdmaSender {
         } else {
             self.good_ev = Some(e.ev % self.cfg.paths);
             self.cwnd = if marked { (self.cwnd - 0.5).max(1.0) } else { self.cwnd + 1.0 / self.cwnd };
-            let in_net = self.in_net.max(self.buf.inflight());
+            let in_net = self.buf.inflight() + self.unheard.len() as u32;
             let allowed = (self.cwnd as u32).saturating_sub(in_net + self.credits.len() as u32);
             for _ in 0..allowed {
                 let ev =
@@ -177,14 +184,8 @@ impl Endpoint for MprdmaSender {
             self.stats.timeouts += 1;
             self.rtt.on_timeout();
         }
-        let expired = !lost.is_empty();
         for (_, rec) in lost {
             self.lost(rec);
-        }
-        if expired {
-            // ACKs lost on the way back would otherwise hold their packets' slots for
-            // ever: after a timeout the count starts again from what is unacknowledged.
-            self.in_net = self.buf.inflight();
         }
         self.restart_if_idle();
     }
@@ -196,12 +197,7 @@ impl Endpoint for MprdmaSender {
 
     fn poll_transmit(&mut self, now: Time, port: u8) -> Poll {
         let s = self;
-        let poll =
-            clocked::transmit(&mut s.credits, &mut s.buf, &mut s.paths, &mut s.rng, &s.info, port, now, &mut s.stats);
-        if matches!(poll, Poll::Send(_)) {
-            s.in_net += 1;
-        }
-        poll
+        clocked::transmit(&mut s.credits, &mut s.buf, &mut s.paths, &mut s.rng, &s.info, port, now, &mut s.stats)
     }
 
     fn poll_timeout(&self) -> Option<Time> {
