@@ -89,6 +89,9 @@ def test_bad_arguments_are_scenario_errors(tmp_path):
         fabricsim.run(tmp_path / "missing.toml")
     with pytest.raises(fabricsim.ScenarioError, match=r"is a folder; name a scenario TOML file"):
         fabricsim.run(tmp_path)
+    # A name too long for the file system is still just a missing file.
+    with pytest.raises(fabricsim.ScenarioError, match="scenario file not found"):
+        fabricsim.run("a" * 300 + ".toml")
     with pytest.raises(fabricsim.ScenarioError, match="seed: expected an integer"):
         fabricsim.run(SMALL, seed=-1)
     for bad in (0, 9, "2", True):

@@ -76,6 +76,14 @@ def _is_file(path: Path) -> bool:
         return False
 
 
+def _is_dir(path: Path) -> bool:
+    """``path.is_dir()``, false rather than an OSError (see :func:`_is_file`)."""
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
+
+
 def load(scenario: ScenarioLike) -> Tuple[str, str, Optional[Path]]:
     """Turns a scenario argument into ``(text, format, source path)``.
 
@@ -94,7 +102,7 @@ def load(scenario: ScenarioLike) -> Tuple[str, str, Optional[Path]]:
         text = str(scenario)
         if (isinstance(scenario, os.PathLike) or _is_file(path) or not ("=" in text or "\n" in text)
                 or (text.endswith(".toml") and "\n" not in text)):
-            if path.is_dir():
+            if _is_dir(path):
                 raise ScenarioError(f"scenario: {path} is a folder; name a scenario TOML file")
             if not _is_file(path):
                 raise ScenarioError(f"scenario file not found: {path}")

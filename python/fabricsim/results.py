@@ -179,12 +179,17 @@ class Result:
                 (tmp / "scenario.toml").write_text(self.scenario_text, encoding="utf-8")
             if plots:
                 self._draw_plots(tmp)
+            mode = None
             if out.is_dir():
-                # An (empty) folder the user made keeps its permissions (set last: a
-                # read-only one would refuse the files).
-                os.chmod(tmp, stat.S_IMODE(out.stat().st_mode))
+                # An (empty) folder the user made keeps its permissions, set once the
+                # files are in place: a read-only one would refuse them, and a
+                # read-only temporary folder could not be removed if the rename failed.
+                mode = stat.S_IMODE(out.stat().st_mode)
                 out.rmdir()
             os.replace(tmp, out)
+            tmp = None
+            if mode is not None:
+                os.chmod(out, mode)
         except BaseException:
             if tmp is not None:
                 shutil.rmtree(tmp, ignore_errors=True)

@@ -191,17 +191,22 @@ impl TopologySpec {
         }
         if hosts > MAX_HOSTS {
             // Named by the key that multiplies up to the host count (there is no
-            // `hosts` key).
+            // `hosts` key): the largest factor.
+            let larger = |a: (&'static str, u32), b: (&'static str, u32)| if b.1 > a.1 { b.0 } else { a.0 };
             let (field, how) = match *self {
-                TopologySpec::LeafSpine { leaves, hosts_per_leaf, .. } => {
-                    ("hosts_per_leaf", format!("{leaves} leaves x {hosts_per_leaf} hosts per leaf"))
-                }
-                TopologySpec::FatTree { k, pods, hosts_per_edge, .. } => {
-                    ("k", format!("k = {k}: {pods} pods x {} edge switches x {hosts_per_edge} hosts per edge", k / 2))
-                }
-                TopologySpec::MultiPlane { groups, hosts_per_group, .. } => {
-                    ("hosts_per_group", format!("{groups} groups x {hosts_per_group} hosts per group"))
-                }
+                TopologySpec::LeafSpine { leaves, hosts_per_leaf, .. } => (
+                    larger(("hosts_per_leaf", hosts_per_leaf), ("leaves", leaves)),
+                    format!("{leaves} leaves x {hosts_per_leaf} hosts per leaf"),
+                ),
+                TopologySpec::FatTree { k, pods, hosts_per_edge, .. } => (
+                    // `k` sets the other two by default; named only when they are not larger.
+                    larger((larger(("k", k), ("pods", pods)), k.max(pods)), ("hosts_per_edge", hosts_per_edge)),
+                    format!("k = {k}: {pods} pods x {} edge switches x {hosts_per_edge} hosts per edge", k / 2),
+                ),
+                TopologySpec::MultiPlane { groups, hosts_per_group, .. } => (
+                    larger(("hosts_per_group", hosts_per_group), ("groups", groups)),
+                    format!("{groups} groups x {hosts_per_group} hosts per group"),
+                ),
             };
             return Err(invalid(field, format!("{how} = {hosts} hosts, more than the supported {MAX_HOSTS}")));
         }

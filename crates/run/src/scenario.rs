@@ -528,12 +528,19 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
         _ => unreachable!("choice() only returns allowed kinds"),
     };
     if let Err(e) = r.finish(&params_for("transport", &kind)) {
-        if !matches!(v, Value::Table(t) if t.contains_key("kind")) {
+        if let Value::Table(t) = v {
             // Without `kind` a table is RoCE; a key of another kind (`evs`, say) says
             // the user meant that one.
-            return Err(ScenarioError::from_message(&format!(
-                "{e}; a transport table without kind is kind = \"roce\" (give the kind, e.g. kind = \"mrc\")"
-            )));
+            let own = params_for("transport", &kind);
+            let stray = t.keys().find(|k| !own.iter().any(|p| p.key == k.as_str()));
+            let other = stray.and_then(|k| {
+                schema::TRANSPORT_KINDS.iter().find(|o| params_for("transport", o).iter().any(|p| p.key == k.as_str()))
+            });
+            if let (false, Some(k), Some(o)) = (t.contains_key("kind"), stray, other) {
+                return Err(ScenarioError::from_message(&format!(
+                    "{e}; this table has no kind, so it is kind = \"roce\" (`{k}` is a key of kind = \"{o}\")"
+                )));
+            }
         }
         return Err(e);
     }

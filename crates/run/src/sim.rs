@@ -251,7 +251,13 @@ fn name_hint(fabric: &Fabric, name: &str) -> String {
                 None => labels.push((label, 1)),
             }
         }
-        let ports: Vec<String> = labels.iter().map(|(l, c)| format!("{l}[0] to {l}[{}]", c - 1)).collect();
+        if fabric.nodes[n as usize].kind == fabricsim_fabric::NodeKind::Host && !name.contains('.') {
+            return format!("{name} is a host, not a switch");
+        }
+        let ports: Vec<String> = labels
+            .iter()
+            .map(|(l, c)| if *c == 1 { format!("{l}[0]") } else { format!("{l}[0] to {l}[{}]", c - 1) })
+            .collect();
         return format!("{node_part} has ports {}", ports.join(", "));
     }
     let kind = node_part.split('[').next().unwrap_or("");

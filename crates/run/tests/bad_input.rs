@@ -49,6 +49,10 @@ fn error_of(toml: &str) -> String {
     "",
     "topology.hosts_per_leaf: 1000 leaves x 2000 hosts per leaf = 2000000 hosts, more than the supported 1048576"
 )]
+#[case::too_many_hosts_per_edge(
+    "",
+    "topology.hosts_per_edge: k = 4: 4 pods x 2 edge switches x 300000 hosts per edge = 2400000 hosts, more than"
+)]
 #[case::fault_after_stop(
     "stop = \"5us\"\n",
     "faults[0].at: 100us is after the scenario's stop time (5us): the fault would never happen"
@@ -133,6 +137,10 @@ fn bad_input_is_refused_with_the_key_named(#[case] prefix: &str, #[case] expecte
         "workload[0].flows[1].size" => BASE.replace(
             "kind = \"incast\"\nsenders = 2\nsize = \"1MB\"",
             "kind = \"flows\"\nflows = [{ src = 0, dst = 1, size = 10 }, { src = 1, dst = 2, size = \"3GB\" }]",
+        ),
+        "topology.hosts_per_edge" => BASE.replace(
+            "kind = \"leaf_spine\"\nleaves = 2\nspines = 2\nhosts_per_leaf = 2",
+            "kind = \"fat_tree\"\nk = 4\nhosts_per_edge = 300000",
         ),
         "topology.hosts_per_leaf" => BASE.replace("leaves = 2", "leaves = 1000").replace("hosts_per_leaf = 2", "hosts_per_leaf = 2000"),
         "faults[0].at" => format!("{BASE}[[faults]]\nat = \"100us\"\nkind = \"link_down\"\nlink = \"leaf[0].up[0]\"\n"),
@@ -303,12 +311,14 @@ fn a_transport_table_without_kind_says_it_is_roce() {
     let toml = BASE.replace("senders = 2", "senders = 2\ntransport = { evs = 8 }");
     let err = error_of(&format!("{toml}[transport]\nkind = \"mrc\"\n"));
     assert!(
-        err.ends_with("; a transport table without kind is kind = \"roce\" (give the kind, e.g. kind = \"mrc\")"),
+        err.ends_with("; this table has no kind, so it is kind = \"roce\" (`evs` is a key of kind = \"mrc\")"),
         "{err}"
     );
-    // With a kind given, the plain message.
+    // With a kind given, or a key of no kind (a typo), the plain message.
     let toml = BASE.replace("senders = 2", "senders = 2\ntransport = { kind = \"roce\", evs = 8 }");
-    assert!(!error_of(&toml).contains("without kind"));
+    assert!(!error_of(&toml).contains("no kind"));
+    let toml = BASE.replace("senders = 2", "senders = 2\ntransport = { ccc = \"none\" }");
+    assert!(!error_of(&toml).contains("no kind"), "{}", error_of(&toml));
 }
 
 #[test]
@@ -327,6 +337,10 @@ fn a_name_that_names_nothing_is_answered_with_what_exists() {
     assert!(e.contains("(leaf[0] has ports down[0] to down[1], up[0] to up[1];"), "{e}");
     let e = fault("switch_down", "switch", "spine[7]");
     assert!(e.contains("(there are 2 spine nodes: spine[0] to spine[1]; for example leaf[0])"), "{e}");
+    let e = fault("switch_down", "switch", "host[0]");
+    assert!(e.contains("(host[0] is a host, not a switch;"), "{e}");
+    let e = fault("link_down", "link", "host[0].nic[3]");
+    assert!(e.contains("(host[0] has ports nic[0];"), "{e}");
     let e = fault("switch_down", "switch", "core[0]");
     assert!(e.contains("(its nodes are host[..], leaf[..], spine[..];"), "{e}");
 }

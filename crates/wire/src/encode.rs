@@ -92,6 +92,8 @@ use crate::packet::{
 /// Added to [`Bth::dest_qp`] (the simulator's endpoint number, from 0) on the wire, so
 /// that no frame carries QP 0 or 1, InfiniBand's subnet and general management QPs:
 /// Wireshark decodes their payloads as management datagrams, not RDMA data.
+/// (QP numbers are 24 bits: beyond 2^24 - 2 endpoints they wrap, as they already
+/// repeat, and two of them meet QPs 0 and 1.)
 pub const QPN_OFFSET: u32 = 2;
 
 /// Bytes of the Ethernet II header (no VLAN tag).
