@@ -113,10 +113,10 @@ fn acks_lagging_more_than_delta_take_the_slow_path_out_of_use() {
 
 #[test]
 fn lost_acks_do_not_shrink_the_window_for_good() {
-    // An ACK lost on the way back leaves its packet acknowledged only cumulatively; the
-    // clock counts that packet in the network until its own ACK comes, but not for
-    // ever (each lost ACK cost a window slot until the next timeout: a 82 MB transfer
-    // with 2 % of its ACKs lost took 8.3 ms instead of 6.8).
+    // An ACK lost on the way back leaves its packet acknowledged only cumulatively,
+    // which returns its slot (a first version counted such a packet in the network
+    // until its own ACK came: each lost ACK cost a window slot until the next timeout,
+    // and an 82 MB transfer with 2 % of its ACKs lost took 8.3 ms instead of 6.8).
     let fct = |every: u64| {
         let mut p = pair_with(MprdmaConfig { explore: 0.0, ..cfg() }, 6);
         p.fate = Box::new(move |side, pkt: &mut Packet, n| {
