@@ -35,8 +35,20 @@ pub fn resend_path(rng: &mut Rng, paths: u32, good: Option<u32>, lost_on: u32) -
 /// last copy is at least `age` (about a round trip) old, since the full bitmap says
 /// that base is what holds it (see [`SendBuffer::mark_lost_head_if_older`]).
 pub fn nack_losses(buf: &mut SendBuffer, nack: &Ext, now: Time, age: Dur) -> [Option<PsnRecord>; 2] {
+    nack_losses_with(buf, nack, now, age, |_, _| {})
+}
+
+/// [`nack_losses`], calling `covered(psn, record)` for every PSN the NACK's cumulative
+/// point acknowledges while in flight (see [`SendBuffer::cum_ack_with`]).
+pub fn nack_losses_with(
+    buf: &mut SendBuffer,
+    nack: &Ext,
+    now: Time,
+    age: Dur,
+    covered: impl FnMut(u32, PsnRecord),
+) -> [Option<PsnRecord>; 2] {
     let refused = buf.mark_lost(nack.ack_psn);
-    buf.cum_ack(nack.cum_psn);
+    buf.cum_ack_with(nack.cum_psn, covered);
     [refused, buf.mark_lost_head_if_older(now, age)]
 }
 

@@ -3,13 +3,13 @@
 //! One congestion window for all virtual paths (UDP source ports). Every ACK echoes
 //! the path its data took; an unmarked ACK grows the window by `1/cwnd`, a marked one
 //! shrinks it by `1/2`, and the ACK clocks new packets out *on its own path* while the
-//! window allows: each path keeps the packets its ACKs return. A packet a faster path's
-//! ACK acknowledges cumulatively, before its own ACK, returns its slot to its own path
-//! at once (its own ACK then clocks nothing), rather than to the faster path.
-//! Out-of-order awareness: an ACK for a PSN more than `delta` below the highest
-//! acknowledged PSN comes from a slow path; it shrinks the window by one and clocks
-//! nothing out (nor does such a packet when acknowledged cumulatively), so the slow
-//! path loses its share. Once per round trip, with
+//! window allows. The window counts packets in the network, one fewer per ACK, so each
+//! path keeps the packets its ACKs return: a packet a fast path's ACK acknowledges
+//! cumulatively still holds its slot until its own ACK comes (or, that ACK lost, for
+//! one RTO), rather than handing it to the fast path. Out-of-order awareness: an ACK
+//! for a PSN more than `delta` below the highest acknowledged PSN comes from a slow
+//! path; it shrinks the window by one and clocks nothing out, so the slow path loses
+//! its share. Once per round trip, with
 //! probability `explore`, the next packet tries a fresh random path. The receiver keeps
 //! a bitmap of `window` packets and NACKs PSNs beyond it; losses are detected by those
 //! NACKs and by a retransmission timeout, and a lost packet is resent on another path.
@@ -49,9 +49,13 @@ pub struct MprdmaSender {
     snd_ooh: u32,
     /// Send opportunities clocked out by ACKs, each on a path.
     credits: VecDeque<u32>,
-    /// Packets the cumulative point of the ACK being handled acknowledged before their
-    /// own ACKs came: `(psn, path)` (kept to reuse its allocation).
-    covered: Vec<(u32, u32)>,
+    /// Packets acknowledged only cumulatively, by a later packet's ACK, whose own ACK
+    /// has not come: `(psn, last sent)`, oldest first. The ACK clock counts them as
+    /// still in the network (the window is over packets in flight, one fewer per ACK,
+    /// as MP-RDMA counts): counting such a packet out when a fast path's ACK covers it
+    /// would hand its slot to the fast path and leave the slow path's own ACK, when it
+    /// comes, nothing to clock. One whose ACK is an RTO late is taken for lost.
+    unheard: VecDeque<(u32, Time)>,
     rtt: RttEstimator,
     rng: Rng,
     /// ACKs until the next once-per-RTT exploration draw.
@@ -71,7 +75,7 @@ impl MprdmaSender {
             cwnd: cfg.init_cwnd.max(1) as f64,
             snd_ooh: 0,
             credits: VecDeque::new(),
-            covered: Vec::new(),
+            unheard: VecDeque::new(),
             rtt: RttEstimator::new(cfg.min_rto, Dur::from_ms(10)),
             rng,
             acks_to_round: cfg.init_cwnd.max(1),
@@ -115,29 +119,28 @@ impl MprdmaSender {
     fn on_ack(&mut self, now: Time, e: &Ext) {
         // The echoed timestamp names the transmission that arrived, so retransmitted
         // packets give valid samples too.
-        let news = self.buf.ack(e.ack_psn).is_some();
-        if news {
+        if self.buf.ack(e.ack_psn).is_some() {
             self.rtt.sample(now.since(Time(e.ts)));
+        } else if let Some(i) = self.unheard.iter().position(|u| u.0 == e.ack_psn) {
+            self.unheard.remove(i);
         }
-        let mut covered = std::mem::take(&mut self.covered);
-        covered.clear();
-        self.buf.cum_ack_with(e.cum_psn, |psn, rec| covered.push((psn, rec.ev)));
+        let unheard = &mut self.unheard;
+        self.buf.cum_ack_with(e.cum_psn, |psn, rec| unheard.push_back((psn, rec.sent_at)));
+        // An ACK lost on the way back would hold its packet's slot for ever. (Giving
+        // the slot back to the packet's own path at once, instead of waiting, was
+        // tried: it had to judge "lagging" by the cumulative point, which jumps after
+        // a resent packet arrives, and the 1 ms delay anomaly then cost one flow 5.7x
+        // instead of 1.13x.)
+        let rto = self.rtt.rto();
+        while self.unheard.front().is_some_and(|u| now.since(u.1) > rto) {
+            self.unheard.pop_front();
+        }
         let marked = e.flags & Ext::F_ECE != 0;
         if marked {
             let n = self.paths.len();
             self.paths[e.ev as usize % n].ecn_marks += 1;
         }
-        let lags = |psn: u32, ooh: u32, delta: u32| ooh > delta && psn + delta < ooh;
-        // A packet acknowledged cumulatively, by a faster path's ACK, returns its slot
-        // to its own path now, as its own ACK would (one ACK, one packet out, one in,
-        // on the same path); its own ACK, when it comes, is no news and clocks nothing.
-        // (Handing the slot to the ACK that carried the cumulative point moved every
-        // slower path's packets to the faster ones whatever `delta` was.) One that
-        // arrived `delta` behind gives nothing back: it came by a slow path, and its
-        // own ACK, lagging too, shrinks the window when it comes.
-        let ooh = self.snd_ooh;
-        covered.retain(|&(psn, _)| !lags(psn, ooh, self.cfg.delta));
-        let lagging = lags(e.ack_psn, self.snd_ooh, self.cfg.delta);
+        let lagging = self.snd_ooh > self.cfg.delta && e.ack_psn + self.cfg.delta < self.snd_ooh;
         self.snd_ooh = self.snd_ooh.max(e.ack_psn + 1);
         self.acks_to_round = self.acks_to_round.saturating_sub(1);
         if self.acks_to_round == 0 {
@@ -150,23 +153,14 @@ impl MprdmaSender {
         } else {
             self.good_ev = Some(e.ev % self.cfg.paths);
             self.cwnd = if marked { (self.cwnd - 0.5).max(1.0) } else { self.cwnd + 1.0 / self.cwnd };
-        }
-        let mut allowed = (self.cwnd as u32).saturating_sub(self.buf.inflight() + self.credits.len() as u32);
-        for &(_, ev) in &covered {
-            if allowed == 0 {
-                break;
-            }
-            self.credits.push_back(ev % self.cfg.paths);
-            allowed -= 1;
-        }
-        if !lagging {
+            let in_net = self.buf.inflight() + self.unheard.len() as u32;
+            let allowed = (self.cwnd as u32).saturating_sub(in_net + self.credits.len() as u32);
             for _ in 0..allowed {
                 let ev =
                     if std::mem::take(&mut self.explore_next) { self.random_path(None) } else { e.ev % self.cfg.paths };
                 self.credits.push_back(ev);
             }
         }
-        self.covered = covered;
         self.restart_if_idle();
     }
 }
@@ -181,9 +175,16 @@ impl Endpoint for MprdmaSender {
             opcode::X_ACK => self.on_ack(now, &pkt.ext),
             opcode::X_NACK => {
                 let rtt = self.rtt.srtt().unwrap_or(self.cfg.min_rto);
-                for rec in clocked::nack_losses(&mut self.buf, &pkt.ext, now, rtt).into_iter().flatten() {
+                // Packets the NACK's cumulative point covers wait for their own ACKs
+                // like those an ACK's covers.
+                let unheard = &mut self.unheard;
+                let lost = clocked::nack_losses_with(&mut self.buf, &pkt.ext, now, rtt, |psn, rec| {
+                    unheard.push_back((psn, rec.sent_at));
+                });
+                for rec in lost.into_iter().flatten() {
                     self.lost(rec);
                 }
+                self.restart_if_idle();
             }
             _ => {}
         }
