@@ -741,14 +741,15 @@ fn parse_fault(i: usize, v: &Value, stop: Option<Dur>) -> Result<FaultSpec, Scen
         );
     }
     let kind = r.choice("kind", "", schema::FAULT_KINDS)?;
+    // Names are trimmed, as `--pcap` trims them.
     let link = match r.raw("link") {
         None => None,
-        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::String(s)) => Some(s.trim().to_string()),
         Some(_) => return Err(r.error("link", "expected a port name such as \"leaf[0].up[1]\"")),
     };
     let switch = match r.raw("switch") {
         None => None,
-        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::String(s)) => Some(s.trim().to_string()),
         Some(_) => return Err(r.error("switch", "expected a switch name such as \"spine[1]\"")),
     };
     let need_link = |r: &Reader<'_>| {

@@ -337,6 +337,8 @@ fn a_name_that_names_nothing_is_answered_with_what_exists() {
     assert!(e.contains("(leaf[0] has ports down[0] to down[1], up[0] to up[1];"), "{e}");
     let e = fault("switch_down", "switch", "spine[7]");
     assert!(e.contains("(there are 2 spine nodes: spine[0] to spine[1]; for example leaf[0])"), "{e}");
+    // Spaces around a name are not part of it (as with --pcap).
+    assert!(error_of(&format!("{BASE}[[faults]]\nat = \"1us\"\nkind = \"link_down\"\nlink = \" leaf[0].up[0] \"\n[[faults]]\nat = \"1us\"\nkind = \"switch_down\"\nswitch = \"nope\"\n")).starts_with("faults[1].switch"));
     let e = fault("switch_down", "switch", "host[0]");
     assert!(e.contains("(host[0] is a host, not a switch;"), "{e}");
     let e = fault("link_down", "link", "host[0].nic[3]");
