@@ -242,10 +242,9 @@ fn resolve_faults(sc: &Scenario, fabric: &Fabric) -> Result<Vec<Fault>, Scenario
 fn name_hint(fabric: &Fabric, name: &str) -> String {
     let node_part = name.split_once('.').map_or(name, |(n, _)| n);
     if let Some(n) = fabric.node_by_name(node_part) {
-        let mut labels: Vec<(String, usize)> = Vec::new();
+        let mut labels: Vec<(&str, usize)> = Vec::new();
         for p in fabric.nodes[n as usize].ports() {
-            let pname = fabric.port_name(p);
-            let label = pname.rsplit_once('.').map_or("", |x| x.1).split('[').next().unwrap_or("").to_string();
+            let label = fabric.ports[p as usize].kind.label();
             match labels.iter_mut().find(|(l, _)| *l == label) {
                 Some((_, c)) => *c += 1,
                 None => labels.push((label, 1)),

@@ -189,6 +189,18 @@ fn qp_scaling_over_planes_is_credited_with_the_planes_it_uses(#[case] qps: u32, 
     assert!(slowdown >= 1.0 && slowdown <= 1.0 + tolerance, "{qps} QPs: slowdown {slowdown}");
 }
 
+/// One RoCE flow (no congestion control) of `size` bytes from host 0 to host 1 of a
+/// leaf-spine `leaves` x 1 spine, one host per leaf unless there is a single leaf
+/// (then both hosts share it), with `faults` appended.
+fn lone_roce_flow(leaves: u32, pfc: bool, size: u64, faults: &str) -> String {
+    let hosts = if leaves == 1 { 2 } else { 1 };
+    format!(
+        "[topology]\nkind = \"leaf_spine\"\nleaves = {leaves}\nspines = 1\nhosts_per_leaf = {hosts}\n\
+         [fabric]\npfc = {pfc}\n[transport]\nkind = \"roce\"\ncc = \"none\"\n\
+         [[workload]]\nkind = \"flows\"\nflows = [{{ src = 0, dst = 1, size = {size} }}]\n{faults}"
+    )
+}
+
 /// A delay fault of 20 us on the sender's cable is lifted 5 us into a lone 1 MB RoCE
 /// flow: the frames sent after that must not overtake the delayed ones still on the
 /// wire (a go-back-N receiver would NAK the gap and the sender resend). The last frame
@@ -196,13 +208,11 @@ fn qp_scaling_over_planes_is_credited_with_the_planes_it_uses(#[case] qps: u32, 
 #[rstest]
 fn a_frame_never_overtakes_the_one_ahead_when_a_links_delay_is_cut(#[values(true, false)] pfc: bool) {
     let toml = |cut: &str| {
-        format!(
-            "[topology]\nkind = \"leaf_spine\"\nleaves = 1\nspines = 1\nhosts_per_leaf = 2\n\
-             [fabric]\npfc = {pfc}\n[transport]\nkind = \"roce\"\ncc = \"none\"\n\
-             [[workload]]\nkind = \"flows\"\nflows = [{{ src = 0, dst = 1, size = 1000000 }}]\n\
-             [[faults]]\nat = \"0us\"\nkind = \"delay\"\nlink = \"host[0].nic[0]\"\ndelay = \"20us\"\n\
+        let faults = format!(
+            "[[faults]]\nat = \"0us\"\nkind = \"delay\"\nlink = \"host[0].nic[0]\"\ndelay = \"20us\"\n\
              [[faults]]\nat = \"{cut}\"\nkind = \"delay\"\nlink = \"host[0].nic[0]\"\ndelay = \"0us\""
-        )
+        );
+        lone_roce_flow(1, pfc, 1_000_000, &faults)
     };
     let (_, r) = run(&toml("5us"));
     assert_eq!(r.summary["flows"]["unfinished"], 0);
@@ -221,15 +231,8 @@ fn a_frame_never_overtakes_the_one_ahead_when_a_links_delay_is_cut(#[values(true
 /// it takes the serialization time of its bytes at that rate.
 #[rstest]
 fn switch_faults_delay_and_slow_every_frame_through_the_switch(#[values(true, false)] pfc: bool) {
-    let toml = |fault: &str| {
-        format!(
-            "[topology]\nkind = \"leaf_spine\"\nleaves = 2\nspines = 1\nhosts_per_leaf = 1\n\
-             [fabric]\npfc = {pfc}\n[transport]\nkind = \"roce\"\ncc = \"none\"\n\
-             [[workload]]\nkind = \"flows\"\nflows = [{{ src = 0, dst = 1, size = 2000000 }}]\n{fault}"
-        )
-    };
     let fct = |fault: &str| {
-        let (_, r) = run(&toml(fault));
+        let (_, r) = run(&lone_roce_flow(2, pfc, 2_000_000, fault));
         assert_eq!(r.summary["flows"]["unfinished"], 0);
         assert_eq!(r.summary["retransmitted_packets"], 0, "{}", r.summary);
         col_i64(&r, "fct_ns")[0]
