@@ -8,8 +8,12 @@
 //! * `dwrr`: smooth weighted round robin; a path's weight falls with its ECN fraction
 //!   and its RTT above the base, so weights concentrate on a few paths (the "few
 //!   active paths" the paper observed).
-//! * `best_rtt`: the path with the lowest smoothed RTT (ties to the lowest index),
-//!   which herds traffic onto one path at a time.
+//! * `best_rtt`: the path with the lowest smoothed RTT, which herds traffic onto one
+//!   path at a time.
+//!
+//! `dwrr` and `best_rtt` break ties from a random index per connection: under SRv6
+//! an EV names the same path for every connection, so ties to index 0 would start
+//! every connection on one path.
 //! * `mprdma`: ACK-clocked, a packet goes on the path of the ACK that freed window.
 //!
 //! Retransmissions avoid the path the packet was lost on.
@@ -53,6 +57,8 @@ pub struct PathSelector {
     algo: PathAlgo,
     n: u32,
     base_rtt: f64,
+    /// `rr`'s next path; where `dwrr` and `best_rtt` start scanning (ties go to the
+    /// first path scanned).
     next: u32,
     single: u32,
     srtt: Vec<f64>,
@@ -77,6 +83,12 @@ impl PathSelector {
             current: if per_path { vec![0.0; n as usize] } else { Vec::new() },
             acked_paths: VecDeque::new(),
         }
+    }
+
+    /// Path indices from this connection's random start, wrapping around.
+    fn scan(n: u32, start: u32) -> impl Iterator<Item = usize> {
+        let (n, start) = (n as usize, start as usize);
+        (0..n).map(move |k| (start + k) % n)
     }
 
     /// Feedback from an ACK for a packet sent on `ev`.
@@ -108,8 +120,8 @@ impl PathSelector {
                 None => rng.below(self.n as u64) as u32,
             },
             PathAlgo::BestRtt => {
-                let mut best = 0;
-                for i in 1..self.n as usize {
+                let mut best = self.next as usize;
+                for i in Self::scan(self.n, self.next) {
                     if self.srtt[i] < self.srtt[best] {
                         best = i;
                     }
@@ -118,8 +130,8 @@ impl PathSelector {
             }
             PathAlgo::Dwrr => {
                 let mut total = 0.0;
-                let mut best = 0;
-                for i in 0..self.n as usize {
+                let mut best = self.next as usize;
+                for i in Self::scan(self.n, self.next) {
                     let w = ((1.0 - self.ecn[i]) * self.base_rtt / self.srtt[i].max(self.base_rtt)).max(0.01);
                     self.current[i] += w;
                     total += w;
@@ -173,6 +185,30 @@ mod tests {
         let picks: Vec<u32> = (0..800).map(|_| s.choose(&mut r, None)).collect();
         let on2 = picks.iter().filter(|&&p| p == 2).count();
         assert!(on2 < 30, "marked path still got {on2} of 800");
+    }
+
+    #[test]
+    fn connections_without_feedback_start_on_different_paths() {
+        // Under SRv6 an EV is the same path for every connection: starting all of them
+        // on EV 0 would put a whole permutation's first packets on one spine.
+        for algo in [PathAlgo::BestRtt, PathAlgo::Dwrr] {
+            let firsts: std::collections::BTreeSet<u32> = (0..32)
+                .map(|seed| {
+                    let mut rng = Rng::new(seed);
+                    let mut s = PathSelector::new(algo, 8, Dur::from_us(10), &mut rng);
+                    s.choose(&mut rng, None)
+                })
+                .collect();
+            assert!(firsts.len() >= 6, "{algo:?}: 32 connections started on only {firsts:?}");
+        }
+    }
+
+    #[test]
+    fn dwrr_with_equal_weights_is_a_round_robin_from_the_random_start() {
+        let (mut s, mut r) = sel(PathAlgo::Dwrr);
+        let picks: Vec<u32> = (0..16).map(|_| s.choose(&mut r, None)).collect();
+        let start = picks[0];
+        assert!(picks.iter().enumerate().all(|(k, &p)| p == (start + k as u32) % 8), "{picks:?}");
     }
 
     #[test]
