@@ -367,8 +367,9 @@ impl<'a> Reader<'a> {
 
     /// The full path of `key`.
     pub fn path(&self, key: &str) -> String {
+        let key = toml_key(key);
         if self.path.is_empty() {
-            key.to_string()
+            key.into_owned()
         } else {
             format!("{}.{}", self.path, key)
         }
@@ -534,5 +535,15 @@ impl<'a> Reader<'a> {
             }
         }
         Ok(())
+    }
+}
+
+/// `key` as TOML would write it in a dotted path: bare if it can be, quoted otherwise,
+/// so that a key `"k.x"` is not reported as the nested `k.x`.
+fn toml_key(key: &str) -> std::borrow::Cow<'_, str> {
+    if !key.is_empty() && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+        key.into()
+    } else {
+        format!("\"{}\"", key.replace('\\', "\\\\").replace('"', "\\\"")).into()
     }
 }

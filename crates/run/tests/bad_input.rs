@@ -76,6 +76,7 @@ fn error_of(toml: &str) -> String {
 #[case::mtu_range("", "topology.mtu: must be between 256 and 9000, got 100000")]
 #[case::ecn_order("", "fabric.ecn.kmin: must not exceed kmax")]
 #[case::pfc_type("", "fabric.pfc: expected true, false or a table")]
+#[case::quoted_dotted_key("", "fabric.\"pfc.enabled\": unknown key (allowed here: pfc, ecn")]
 #[case::unknown_fabric_key("", "fabric.ecmp_seed: unknown key (allowed here: pfc, ecn, trimming, routing")]
 #[case::unknown_workload_key(
     "",
@@ -165,6 +166,8 @@ fn bad_input_is_refused_with_the_key_named(#[case] prefix: &str, #[case] expecte
         "fabric.ecn.kmin" => format!("{BASE}[fabric]\necn = {{ kmin = \"400KB\", kmax = \"100KB\" }}\n"),
         "fabric.pfc" => format!("{BASE}[fabric]\npfc = \"yes\"\n"),
         "fabric.ecmp_seed" => format!("{BASE}[fabric]\necmp_seed = 3\n"),
+        // One key with a dot in its name, not pfc.enabled nested.
+        "fabric.\"pfc.enabled\"" => format!("{BASE}[fabric]\n\"pfc.enabled\" = false\n"),
         "workload[0].sender" => BASE.replace("senders = 2", "senders = 2\nsender = 1"),
         "topology" => "[workload]\nkind = \"incast\"\nsenders = 2\nsize = \"1MB\"\n".into(),
         "workload" => "[topology]\nkind = \"leaf_spine\"\n".into(),
