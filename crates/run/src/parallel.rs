@@ -204,6 +204,25 @@ pub(crate) fn run(sim: &mut Sim, progress: &mut dyn FnMut(&Progress) -> bool) ->
                         }
                         break (Ending::StopTime, stop);
                     }
+                    if watchdog.gap_before(next) {
+                        let mark = all.iter().map(|c| c.mark()).fold(Mark::default(), |a, b| a + b);
+                        if let Some(at) = watchdog.look_until(next, mark) {
+                            // Not before what the last window ran (it made no progress).
+                            let at = at.max(now);
+                            for c in all.iter_mut() {
+                                if let Some(t) = c.sample_due.take() {
+                                    c.sample(t);
+                                }
+                            }
+                            while next_sample <= at {
+                                for c in all.iter_mut() {
+                                    c.sample(next_sample);
+                                }
+                                next_sample = sample_after(next_sample, interval, at);
+                            }
+                            break (Ending::Stalled, at);
+                        }
+                    }
                     // Samples due before the next event: all but the last are taken now
                     // (nothing happened between them), the last by each partition as it
                     // starts the window.

@@ -86,7 +86,7 @@ pub const TOP: &[Param] = &[
     p("name", Ty::Str, "\"scenario\"", "Name of the scenario, used in output folder names."),
     p("seed", Ty::Int, "1", "Seed of every random stream (ECMP seeds, source ports, permutations, loss)."),
     p("stop", Ty::Duration, "none", "Stop simulating at this time even if flows remain (they are reported unfinished). Default: run until every flow has finished."),
-    p("stall_after", Ty::Duration, "1s", "End the run as stalled when messages are under way but for this long of simulated time none started or completed and no new data was placed (a transport retrying forever into a dead link would otherwise never end); \"none\" waits forever."),
+    p("stall_after", Ty::Duration, "1s", "End the run as stalled when messages are under way but for this long of simulated time none started or completed and no new data was placed (a transport retrying forever into a dead link would otherwise never end); the run ends at most a quarter of this later. Keep it above the longest retransmission timeout (10 ms after backoff), or a flow waiting one out counts as stalled. \"none\" waits forever."),
     p("partitions", Ty::Int, "1", "Split the fabric into this many partitions (1 to 8), simulated side by side on as many threads and synchronised every smallest cross-partition link delay. Results depend on the number of partitions, never on thread timing: a scenario gives the same results on any machine, and differ from partitions = 1 only in the order of simultaneous events. Needs links with a delay."),
     p("topology", Ty::Table, "", "The fabric's shape and links."),
     p("fabric", Ty::Table, "see [fabric]", "Switch behaviour: buffers, ECN, PFC, trimming, routing."),

@@ -255,29 +255,38 @@ proptest! {
     }
 }
 
-/// A host link dies for good under an MPRDMA flow, which retries for ever (it has no
-/// retry limit): the run ends as stalled once nothing has progressed for
-/// `stall_after` (within two of them), instead of never. With the watchdog off the
+/// A host link dies for good under a flow that retries for ever (MPRDMA and UDMP have
+/// no retry limit): the run ends as stalled once nothing has progressed for
+/// `stall_after` (within a quarter more), instead of never, whether or not the run is
+/// partitioned. The backed-off timeouts are milliseconds apart: looking only when an
+/// event came, the watchdog ended a 500 us limit at 1.6 ms. With the watchdog off the
 /// scenario's stop ends it.
 #[test]
 fn a_flow_that_can_never_finish_ends_the_run_as_stalled() {
-    let toml = |extra: &str| {
+    let toml = |kind: &str, extra: &str| {
         format!(
             "{extra}\n[topology]\nkind = \"leaf_spine\"\nleaves = 2\nspines = 2\nhosts_per_leaf = 2\n\
-             [transport]\nkind = \"mprdma\"\n\
+             [transport]\nkind = \"{kind}\"\n\
              [[workload]]\nkind = \"flows\"\nflows = [{{ src = 0, dst = 2, size = 1000000 }}]\n\
              [[faults]]\nat = \"10us\"\nkind = \"link_down\"\nlink = \"host[2].nic[0]\"\n\
              [output]\nsample_interval = \"0us\""
         )
     };
-    for (extra, lo_ms, hi_ms) in [("", 1000.0, 2001.0), ("stall_after = \"100ms\"", 100.0, 201.0)] {
-        let (_, r) = run(&toml(extra));
-        assert_eq!(r.summary["ending"], "stalled", "{extra}");
+    // The flow's last progress is within its first 20 us.
+    let cases = [
+        ("mprdma", "", 1000.0),
+        ("mprdma", "stall_after = \"100ms\"", 100.0),
+        ("udmp", "stall_after = \"500us\"", 0.5),
+        ("udmp", "stall_after = \"2ms\"\npartitions = 2", 2.0),
+    ];
+    for (kind, extra, limit_ms) in cases {
+        let (_, r) = run(&toml(kind, extra));
+        assert_eq!(r.summary["ending"], "stalled", "{kind} {extra}");
         assert_eq!(r.summary["flows"]["unfinished"], 1);
         let end_ms = r.summary["sim_time_ns"].as_f64().unwrap() / 1e6;
-        assert!((lo_ms..hi_ms).contains(&end_ms), "{extra}: ended at {end_ms} ms");
+        assert!((limit_ms..limit_ms * 1.25 + 0.02).contains(&end_ms), "{kind} {extra}: ended at {end_ms} ms");
     }
-    let (_, r) = run(&toml("stall_after = \"none\"\nstop = \"3s\""));
+    let (_, r) = run(&toml("mprdma", "stall_after = \"none\"\nstop = \"3s\""));
     assert_eq!(r.summary["ending"], "stop_time");
     assert_eq!(r.summary["sim_time_ns"], 3_000_000_000u64);
 }
