@@ -190,7 +190,7 @@ const UDMP: &[Param] = &[
     p("min_increase", Ty::Float, "0.1", "Smallest increase when the gradient is zero or negative: rate += max(|g|, min_increase) x (linerate - rate) once per RTT. The paper's text says a zero gradient lets the rate grow; its formula alone would not (0 = the formula exactly)."),
     p("t_high", Ty::Duration, "auto", "Severe-congestion threshold on smooth_rtt; auto = 5 x the path's base RTT (unspecified in the paper)."),
     p("explore", Ty::Float, "0.01", "Probability per RTT that the next clocked packet takes a new random path (unspecified in the paper)."),
-    p("ooo_aware", Ty::Bool, "true", "Keep ACKs for PSNs delta or more beyond the oldest unacknowledged one from clocking packets out (\"an ACK whose PSN exceeds the bitmap window\"; Fig. 7 compares on and off)."),
+    p("ooo_aware", Ty::Bool, "true", "Hold back ACKs for PSNs delta or more beyond the oldest unacknowledged one from clocking packets out (\"an ACK whose PSN exceeds the bitmap window\"; Fig. 7 compares on and off); each is paid its packet, on its path, once the window reaches it (\"the overall cwnd remains unchanged\")."),
     p("delta", Ty::Int, "auto", "OOO control threshold in packets; auto = one BDP (bytes over the MTU), at least 64, at most an explicit window (UDMP Fig. 7 uses 64; with 1 KB packets spraying alone reorders by more than 64)."),
     p("window", Ty::Int, "auto", "Receiver bitmap in packets; PSNs beyond it are dropped and NACKed; auto = 2 x delta (two BDPs, at least 128 packets), room for the OOO control to act before the bitmap fills (the paper: one BDP, with delta below it)."),
     p("min_rto", Ty::Duration, "100us", "Smallest retransmission timeout, at least 1us (the paper gives none)."),

@@ -9,7 +9,8 @@
 //! one RTO), rather than handing it to the fast path. Out-of-order awareness: an ACK
 //! for a PSN more than `delta` below the highest acknowledged PSN comes from a slow
 //! path; it shrinks the window by one and clocks nothing out, so the slow path loses
-//! its share. Once per round trip, with
+//! its share (once per packet: the second ACK of a resent packet, lagging, is not
+//! judged again). Once per round trip, with
 //! probability `explore`, the next packet tries a fresh random path. The receiver keeps
 //! a bitmap of `window` packets and NACKs PSNs beyond it; losses are detected by those
 //! NACKs and by a retransmission timeout, and a lost packet is resent on another path.
@@ -119,11 +120,15 @@ impl MprdmaSender {
     fn on_ack(&mut self, now: Time, e: &Ext) {
         // The echoed timestamp names the transmission that arrived, so retransmitted
         // packets give valid samples too.
-        if self.buf.ack(e.ack_psn).is_some() {
+        let fresh = if self.buf.ack(e.ack_psn).is_some() {
             self.rtt.sample(now.since(Time(e.ts)));
+            true
         } else if let Some(i) = self.unheard.iter().position(|u| u.0 == e.ack_psn) {
             self.unheard.remove(i);
-        }
+            true
+        } else {
+            false
+        };
         let unheard = &mut self.unheard;
         self.buf.cum_ack_with(e.cum_psn, |psn, rec| unheard.push_back((psn, rec.sent_at)));
         // An ACK lost on the way back would hold its packet's slot for ever. (Giving
@@ -141,6 +146,13 @@ impl MprdmaSender {
             self.paths[e.ev as usize % n].ecn_marks += 1;
         }
         let lagging = self.snd_ooh > self.cfg.delta && e.ack_psn + self.cfg.delta < self.snd_ooh;
+        if lagging && !fresh {
+            // The second ACK of a resent packet, lagging: the first already judged the
+            // packet. Shrinking again would cut the window twice for one slow packet
+            // (a spurious timeout then cost the late copy's ACK and the resend's).
+            self.restart_if_idle();
+            return;
+        }
         self.snd_ooh = self.snd_ooh.max(e.ack_psn + 1);
         self.acks_to_round = self.acks_to_round.saturating_sub(1);
         if self.acks_to_round == 0 {

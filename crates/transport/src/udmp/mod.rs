@@ -21,7 +21,13 @@
 //! prevented from clocking out new packets", the window being `delta` PSNs from the
 //! oldest unacknowledged one (Fig. 7's "OOO control threshold"; the receiver's bitmap
 //! is larger). A packet stuck on a slow path thus stops the ACK clock after `delta`
-//! more rather than letting it run into the bitmap (no window cut, unlike MPRDMA). Once
+//! more rather than letting it run into the bitmap. Unlike MPRDMA the window is not
+//! cut: "the transmission opportunity lost on the affected path is implicitly
+//! redistributed to other active paths, since the overall cwnd remains unchanged". So
+//! each held-back ACK that was not slow is owed its packet, on its own path, paid once
+//! the oldest unacknowledged PSN has moved to within `delta` of it. (Dropping the
+//! opportunity instead shrank the window to the packets on the slow path: a link 50 us
+//! slower each way, below the RTO, left a flow at one packet per round trip on it.) Once
 //! per RTT, with probability `explore`, the next clocked packet tries a new random path.
 //! The first RTT sprays `BDP / packet` packets on random paths (the initial token pool).
 //!
@@ -29,7 +35,9 @@
 //! pool is refilled before the balancer runs (the paper's Fig. 3 walk-through needs
 //! it); the first ACK only initialises `smooth_rtt` and the gradient reference; `|g|`
 //! is clamped to 1 and the rate to `[min_rate, linerate]`; a connection whose pipe
-//! empties (all in flight acknowledged, data left) restarts with a new first RTT.
+//! empties (all in flight acknowledged, data left) restarts with a new first RTT, and
+//! a message posted while the last one's final packets are in flight tops them up to
+//! a BDP, paid from the pool (the ACK clock alone would keep the window of those few).
 //! Under `fixed_rate` the restart spends the pool instead (at most a BDP of it, after
 //! a timer if it holds less than a packet): below one packet per RTT the ACK clock
 //! alone cannot pace, and a free BDP per restart would ignore the rate.
@@ -114,6 +122,10 @@ pub struct UdmpSender {
     good_ev: Option<u32>,
     /// Packets clocked out, each on an entropy value.
     credits: VecDeque<u32>,
+    /// ACKs held back by the out-of-order control that would have clocked a packet
+    /// out: `(acknowledged PSN, path)`. Each is paid a packet on its path once that PSN
+    /// is within `delta` of the oldest unacknowledged one.
+    withheld: VecDeque<(u32, u32)>,
     /// The first RTT has been sprayed (later restarts under `fixed_rate` spend the pool).
     started: bool,
     /// Under `fixed_rate`, with the pipe empty: when the pool will hold a packet.
@@ -148,6 +160,7 @@ impl UdmpSender {
             explore_next: false,
             good_ev: None,
             credits: VecDeque::new(),
+            withheld: VecDeque::new(),
             started: false,
             next_token: None,
             pkt: (info.mtu + BASE_HEADER_BYTES + PREAMBLE_IFG_BYTES + RETH_BYTES + EXT_BYTES) as f64,
@@ -188,6 +201,8 @@ impl UdmpSender {
             return;
         }
         self.started = true;
+        // A fresh spray replaces whatever held-back ACKs were owed.
+        self.withheld.clear();
         for _ in 0..self.cfg.bdp_packets.max(1) {
             let ev = self.random_path(None);
             self.credits.push_back(ev);
@@ -197,6 +212,28 @@ impl UdmpSender {
         self.last_add = now;
         self.pkts_ignored = 0;
         self.pkts_to_ignore = 0;
+    }
+
+    /// New data for a pipe the last message left nearly empty: the packets in flight
+    /// and clocked are topped up to a BDP on random paths, paid from the pool. ACKs
+    /// that come while there is nothing to send clock nothing, so a message posted
+    /// just before the last one's final ACKs arrive would otherwise start with a window
+    /// of the packet or two still in flight, and on a flat RTT, where no ACK clocks
+    /// two, keep it (one packet per round trip: a ring all-reduce step over 1 % lossy
+    /// links ran for milliseconds instead of tens of microseconds).
+    fn top_up(&mut self, now: Time) {
+        let window = self.buf.inflight() + self.credits.len() as u32;
+        let bdp = self.cfg.bdp_packets.max(1);
+        if window >= bdp || !self.buf.has_data() {
+            return;
+        }
+        self.refill_pool(now);
+        let n = ((self.bytes_pool / self.pkt) as u32).min(bdp - window);
+        for _ in 0..n {
+            self.bytes_pool -= self.pkt;
+            let ev = self.random_path(None);
+            self.credits.push_back(ev);
+        }
     }
 
     /// Adds the tokens injected at `rate` since the last refill to the pool.
@@ -217,6 +254,7 @@ impl UdmpSender {
             return;
         }
         self.next_token = None;
+        self.withheld.clear();
         for _ in 0..n {
             self.bytes_pool -= self.pkt;
             let ev = self.random_path(None);
@@ -231,6 +269,23 @@ impl UdmpSender {
         self.paths[rec.ev as usize].losses += 1;
         let ev = clocked::resend_path(&mut self.rng, self.cfg.paths, self.good_ev, rec.ev);
         self.credits.push_back(ev);
+    }
+
+    /// Pays the held-back ACKs whose PSN the window has caught up with (see
+    /// `withheld`) a packet each on their paths, while the pool has tokens.
+    fn pay_withheld(&mut self) {
+        let limit = self.buf.una() + self.cfg.delta;
+        let mut i = 0;
+        while i < self.withheld.len() && self.bytes_pool >= self.pkt {
+            let (psn, ev) = self.withheld[i];
+            if psn < limit {
+                self.withheld.remove(i);
+                self.bytes_pool -= self.pkt;
+                self.credits.push_back(ev);
+            } else {
+                i += 1;
+            }
+        }
     }
 
     /// Algorithm 1's rate control: the severe-congestion cap on every ACK, the
@@ -289,7 +344,11 @@ impl UdmpSender {
         self.smooth = Some(smooth);
         // Algorithm 2, unless the ACK is beyond the OOO window (out-of-order awareness).
         let beyond = self.cfg.ooo_aware && e.ack_psn >= self.buf.una() + self.cfg.delta;
-        if !beyond {
+        if beyond {
+            if rtt < smooth + base {
+                self.withheld.push_back((e.ack_psn, e.ev % self.cfg.paths));
+            }
+        } else {
             if rtt < smooth + base {
                 self.good_ev = Some(e.ev % self.cfg.paths);
             }
@@ -306,6 +365,9 @@ impl UdmpSender {
                     if std::mem::take(&mut self.explore_next) { self.random_path(None) } else { e.ev % self.cfg.paths };
                 self.credits.push_back(ev);
             }
+        }
+        if !self.withheld.is_empty() {
+            self.pay_withheld();
         }
         self.adapt_rate(now, smooth, first);
         self.first_rtt(now);
@@ -350,6 +412,7 @@ impl Endpoint for UdmpSender {
     fn post(&mut self, now: Time, msg: Message) {
         self.buf.post(msg);
         self.first_rtt(now);
+        self.top_up(now);
     }
 
     fn poll_transmit(&mut self, now: Time, port: u8) -> Poll {
