@@ -207,13 +207,32 @@ def test_all_reduce_reports_a_collective():
     assert 0 < c["busbw_gbps"] < 100
 
 
+def test_scenario_dicts_take_ranges_and_pandas_series_but_not_sets():
+    pd = pytest.importorskip("pandas")
+    topo = {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 4}
+    plain = fabricsim.run({"topology": topo, "workload": {"kind": "all_reduce", "hosts": [0, 1, 2, 3], "size": "100KB"}})
+    for hosts in (range(4), pd.Series([0, 1, 2, 3])):
+        r = fabricsim.run({"topology": topo, "workload": {"kind": "all_reduce", "hosts": hosts, "size": "100KB"}})
+        assert r.summary["flows"] == plain.summary["flows"], hosts
+    # A set has no order (and a ring's order matters); the path is the core's, a single
+    # workload table being workload[0].
+    with pytest.raises(fabricsim.ScenarioError, match=r"^workload\[0\]\.hosts: expected a list, got a set"):
+        fabricsim.run({"topology": topo, "workload": {"kind": "all_reduce", "hosts": {0, 1, 2}, "size": "1MB"}})
+    with pytest.raises(fabricsim.ScenarioError, match=r'^workload\[0\]\."a\.b": expected a value, got None'):
+        fabricsim.run({"topology": topo, "workload": {"kind": "permutation", "size": "1MB", "a.b": None}})
+
+
 def test_numpy_integers_are_accepted_as_arguments():
     np = pytest.importorskip("numpy")
     tiny = {"topology": {"kind": "leaf_spine", "leaves": 2, "spines": 1, "hosts_per_leaf": 1},
             "workload": {"kind": "flows", "flows": [{"src": 0, "dst": 1, "size": "10KB"}]}}
-    a = fabricsim.run(tiny, seed=np.int64(3), partitions=np.int32(1), pcap_snap=np.uint16(64))
+    a = fabricsim.run(tiny, seed=np.int64(3), partitions=np.int32(1), pcap="host[0]", pcap_snap=np.uint16(64))
     b = fabricsim.run(tiny, seed=3)
     assert a.summary["seed"] == b.summary["seed"] == 3
+    # As on the command line (--pcap-snap needs --pcap), a snap length without a
+    # capture is refused rather than ignored.
+    with pytest.raises(fabricsim.ScenarioError, match="^pcap_snap: applies to a capture; give pcap"):
+        fabricsim.run(tiny, pcap_snap=64)
 
 
 def test_a_one_line_string_ending_in_toml_is_a_path(tmp_path):

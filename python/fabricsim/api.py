@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import tempfile
 from importlib import resources
 from pathlib import Path
@@ -38,8 +39,10 @@ def _plain(value: Any, path: str, depth: int = 0) -> Any:
     if depth > MAX_DEPTH:
         # The start of the path is enough to find it; the whole one is 64 keys long.
         raise ScenarioError(f"{where if len(where) <= 60 else where[:57] + '...'}: nested more than {MAX_DEPTH} levels deep")
-    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+    if type(value).__module__.split(".")[0] in ("numpy", "pandas") and hasattr(value, "tolist"):
         value = value.tolist()
+    if isinstance(value, range):
+        value = list(value)
     if value is None:
         raise ScenarioError(f"{where}: expected a value, got None (leave the key out for its default)")
     if isinstance(value, (str, bool)):
@@ -57,14 +60,23 @@ def _plain(value: Any, path: str, depth: int = 0) -> Any:
         return float(value)
     if isinstance(value, Mapping):
         out = {}
+        # A single workload table is workload 0, as the core names it.
+        prefix = "workload[0]" if path == "workload" else path
         for k, v in value.items():
             if not isinstance(k, str):
                 raise ScenarioError(f"{where}: keys must be strings, got {type(k).__name__} {k!r}")
-            out[k] = _plain(v, f"{path}.{k}" if path else k, depth + 1)
+            key = k if _BARE_KEY.fullmatch(k) else json.dumps(k)
+            out[k] = _plain(v, f"{prefix}.{key}" if prefix else key, depth + 1)
         return out
     if isinstance(value, (list, tuple)):
         return [_plain(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
+    if isinstance(value, (set, frozenset)):
+        raise ScenarioError(f"{where}: expected a list, got a {type(value).__name__}, which has no order (use sorted(...))")
     raise ScenarioError(f"{where}: expected a string, number, boolean, table or list, got {type(value).__name__}")
+
+
+#: A key TOML writes without quotes (others are quoted in error paths, as the core does).
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def _is_file(path: Path) -> bool:
@@ -115,7 +127,7 @@ def load(scenario: ScenarioLike) -> Tuple[str, str, Optional[Path]]:
 
 
 def run(scenario: ScenarioLike, *, seed: Optional[int] = None, progress: bool = False,
-        pcap: Optional[str] = None, pcap_snap: int = 128, partitions: Optional[int] = None) -> Result:
+        pcap: Optional[str] = None, pcap_snap: Optional[int] = None, partitions: Optional[int] = None) -> Result:
     """Runs a scenario and returns its :class:`Result`.
 
     ``seed`` overrides the scenario's seed, ``partitions`` its number of partitions (1 to
@@ -125,7 +137,7 @@ def run(scenario: ScenarioLike, *, seed: Optional[int] = None, progress: bool = 
     running that file again gives the same results.
     ``pcap`` (comma-separated port, host or switch names, e.g. ``"leaf[0].up[1],host[3]"``)
     captures the frames crossing those cables, both directions, with payloads cut to
-    ``pcap_snap`` bytes (on any number of partitions: their frames are merged by
+    ``pcap_snap`` bytes (default 128; only with ``pcap``) (on any number of partitions: their frames are merged by
     time). The capture is ``Result.pcap``, a temporary file that lives as
     long as the Result: it is removed when the Result is garbage collected or Python
     exits, unless ``Result.save`` has copied it into an output folder as
@@ -138,6 +150,10 @@ def run(scenario: ScenarioLike, *, seed: Optional[int] = None, progress: bool = 
         raise ScenarioError(f"seed: expected an integer between 0 and 2^63-1, got {seed!r}")
     if partitions is not None and (not isinstance(partitions, int) or isinstance(partitions, bool) or not 1 <= partitions <= 8):
         raise ScenarioError(f"partitions: expected an integer between 1 and 8, got {partitions!r}")
+    if pcap_snap is not None and pcap is None:
+        raise ScenarioError("pcap_snap: applies to a capture; give pcap (the links to capture) too")
+    if pcap_snap is None:
+        pcap_snap = 128
     if not isinstance(pcap_snap, int) or isinstance(pcap_snap, bool) or not 0 <= pcap_snap <= 65535:
         raise ScenarioError(f"pcap_snap: expected an integer between 0 and 65535, got {pcap_snap!r}")
     # The core takes only these exact types and would raise a bare TypeError.

@@ -153,7 +153,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
             return _fail(problem)
     try:
         result = run(scenario, seed=a.seed, progress=not a.quiet and sys.stderr.isatty(), pcap=a.pcap,
-                     pcap_snap=128 if a.pcap_snap is None else a.pcap_snap, partitions=a.partitions)
+                     pcap_snap=a.pcap_snap, partitions=a.partitions)
     except ScenarioError as e:
         return _fail(_flag_error(str(e), a) or f"{scenario}: {e}")
     out = a.out or _default_out(result.summary["name"])

@@ -262,7 +262,14 @@ impl TopologySpec {
                 let uplinks = half / oversubscription;
                 let cores = half * uplinks;
                 if pods * half > 1024 || cores > 1024 {
-                    return Err(invalid("k", "at most 1024 switches per tier are supported"));
+                    return Err(invalid(
+                        "k",
+                        format!(
+                            "{pods} pods x {half} edge switches = {} edge switches and {cores} cores; at most 1024 \
+                             switches per tier are supported (k up to 44 with every pod, or fewer pods)",
+                            pods * half
+                        ),
+                    ));
                 }
                 p.hosts(pods * half * hosts_per_edge);
                 let first_edge = p.nodes.len() as NodeId;

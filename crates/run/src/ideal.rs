@@ -19,7 +19,8 @@ use fabricsim_engine::{Dur, Rate, Time};
 const HEAD: u64 = 32;
 
 /// Ideal completion time of `n` frames whose wire sizes `frame(j)` are sent back to
-/// back over `hops` (`(rate, delay)` of each egress port, source NIC first).
+/// back over `hops` (`(rate, delay)` of each egress port, source NIC first). Beyond the
+/// first frames sizes must not grow: a long run of equal frames is jumped over.
 pub fn ideal_fct(hops: &[(Rate, Dur)], n: u64, frame: impl Fn(u64) -> u64) -> Dur {
     let mut depart = vec![Time::ZERO; hops.len()];
     let mut arrive_last = Time::ZERO;
@@ -33,7 +34,9 @@ pub fn ideal_fct(hops: &[(Rate, Dur)], n: u64, frame: impl Fn(u64) -> u64) -> Du
         }
         arrive
     };
-    if n <= 2 * HEAD + 2 {
+    // The jump below needs identical middle frames (frames in decreasing size, as
+    // callers give them, are identical there when the first and last of it are).
+    if n <= 2 * HEAD + 2 || frame(HEAD) != frame(n - HEAD - 1) {
         for j in 0..n {
             arrive_last = step(j, &mut depart);
         }

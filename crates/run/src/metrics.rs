@@ -453,7 +453,8 @@ pub fn summary(sim: &Sim, ending: Ending) -> Value {
         "fct_ns": distribution(fct),
         "slowdown": distribution(slow),
         "bytes_delivered": ep.bytes_placed,
-        "bytes_offered": sim.plan.messages.iter().map(|m| m.size).sum::<u64>(),
+        // Posted messages only: a run that stops early never posts some.
+        "bytes_offered": sim.plan.messages.iter().zip(&sim.msgs).filter(|(_, st)| st.start != Time::MAX).map(|(m, _)| m.size).sum::<u64>(),
         "data_packets_sent": ep.data_sent,
         "retransmitted_packets": ep.retransmitted,
         "control_packets_sent": ep.control_sent,

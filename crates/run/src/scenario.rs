@@ -475,7 +475,7 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
                 window: window(&mut r, 1)?,
                 g: r.float("g", 1.0 / 16.0, 1e-6, 1.0)?,
                 beta: r.float("beta", 0.5, 0.0, 1.0)?,
-                target: r.duration("target")?,
+                target: auto_duration(&mut r, "target")?,
                 cwnd_max: r.float("cwnd_max", 1.5, 0.1, 100.0)?,
             })
         }
@@ -485,7 +485,7 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
                 paths: paths(&mut r, 256)?,
                 alpha: r.float("alpha", 0.125, 1e-6, 1.0)?,
                 min_increase: r.float("min_increase", 0.1, 0.0, 1.0)?,
-                t_high: r.duration("t_high")?,
+                t_high: auto_duration(&mut r, "t_high")?,
                 explore: r.float("explore", 0.01, 0.0, 1.0)?,
                 ooo_aware: r.bool("ooo_aware", true)?,
                 delta,
@@ -504,9 +504,9 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
                 ecn_swap: r.int("ecn_swap", 8, 0, 15)? as u8,
                 probe_interval: positive_duration(&mut r, "probe_interval", Dur::from_us(100))?,
                 probe_successes: r.int("probe_successes", 5, 1, 255)? as u8,
-                probe_timeout: r.duration("probe_timeout")?,
+                probe_timeout: auto_duration(&mut r, "probe_timeout")?,
                 probe_backoff_max: positive_duration(&mut r, "probe_backoff_max", Dur::from_ms(10))?,
-                reo: r.duration("reo")?,
+                reo: auto_duration(&mut r, "reo")?,
                 min_rto: rto_duration(&mut r, "min_rto", Dur::from_us(50))?,
                 max_rto: positive_duration(&mut r, "max_rto", Dur::from_ms(1))?,
                 write_imm: r.bool("write_imm", true)?,
@@ -515,13 +515,19 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
                 md: r.float("md", 0.5, 0.0, 1.0)?,
                 cwnd_max: r.float("cwnd_max", 1.5, 0.1, 100.0)?,
                 delay_target: duration_or_none(&mut r, "delay_target", "20us")?.flatten(),
-                reverse_probe: r.duration("reverse_probe")?,
+                reverse_probe: auto_duration(&mut r, "reverse_probe")?,
             };
             if spec.delay_target == Some(Dur::ZERO) {
                 return Err(r.error("delay_target", "must be longer than 0 (\"none\" turns the delay cut off)"));
             }
             if spec.max_rto < spec.min_rto {
                 return Err(r.error("max_rto", "must not be below min_rto"));
+            }
+            if spec.probe_backoff_max < spec.probe_interval {
+                return Err(r.error(
+                    "probe_backoff_max",
+                    format!("must not be below probe_interval ({})", spec.probe_interval),
+                ));
             }
             TransportSpec::Mrc(spec)
         }
@@ -588,6 +594,16 @@ fn positive_duration(r: &mut Reader<'_>, key: &'static str, default: Dur) -> Res
     }
 }
 
+/// A duration whose default is worked out from the path ("auto", left out): an
+/// explicit one must be longer than 0 (a zero STELLAR `target` cut the window on every
+/// ACK and ran 3x slower, silently).
+fn auto_duration(r: &mut Reader<'_>, key: &'static str) -> Result<Option<Dur>, ScenarioError> {
+    match r.duration(key)? {
+        Some(Dur::ZERO) => Err(r.error(key, "must be longer than 0 (leave it out for the default, auto)")),
+        d => Ok(d),
+    }
+}
+
 /// A retransmission timeout: at least 1 us, since one shorter than any round trip in a
 /// data centre only resends (a 1 ps timeout made a tiny incast take a minute).
 fn rto_duration(r: &mut Reader<'_>, key: &'static str, default: Dur) -> Result<Dur, ScenarioError> {
@@ -618,6 +634,10 @@ fn parse_dcqcn(path: String, v: Option<&Value>, line: Rate) -> Result<DcqcnConfi
         cnp_interval: r.duration("cnp_interval")?.unwrap_or(d.cnp_interval),
     };
     r.finish(&schema::DCQCN.iter().collect::<Vec<_>>())?;
+    if cfg.min_rate > line {
+        // Every cut would stop at or above line rate: DCQCN silently off.
+        return Err(r.error("min_rate", format!("must not exceed the host link rate ({line}), got {}", cfg.min_rate)));
+    }
     Ok(cfg)
 }
 

@@ -116,7 +116,7 @@ const FAT_TREE: &[Param] = &[
         "k",
         Ty::Int,
         "4",
-        "Switch radix (even): k pods of k/2 edge and k/2 aggregation switches, (k/2)^2 cores, k^3/4 hosts.",
+        "Switch radix (even): k pods of k/2 edge and k/2 aggregation switches, (k/2)^2 cores, k^3/4 hosts. At most 1024 switches per tier (k up to 44 with every pod).",
     ),
     p("pods", Ty::Int, "= k", "Number of pods (fewer than k makes a partial fat-tree, e.g. UDMP's 5-pod fabric)."),
     p("hosts_per_edge", Ty::Int, "= k/2", "Hosts per edge switch (more than k/2 oversubscribes the edge)."),
@@ -247,7 +247,7 @@ pub const DCQCN: &[Param] = &[
 /// `[workload]` keys every workload has.
 pub const WORKLOAD_COMMON: &[Param] = &[
     c("kind", "", WORKLOAD_KINDS, "The generator."),
-    p("start", Ty::Duration, "0us", "When this workload starts."),
+    p("start", Ty::Duration, "0us", "When this workload starts (a flow's own start counts from here)."),
     p(
         "transport",
         Ty::Table,
@@ -255,8 +255,12 @@ pub const WORKLOAD_COMMON: &[Param] = &[
         "A [transport] table for this workload's connections only (e.g. a RoCE job beside MRC background traffic).",
     ),
 ];
-const W_FLOWS: &[Param] =
-    &[p("flows", Ty::List, "", "Array of tables `{ src, dst, size, start }` (start defaults to 0).")];
+const W_FLOWS: &[Param] = &[p(
+    "flows",
+    Ty::List,
+    "",
+    "Array of tables `{ src, dst, size, start }` (start: after the workload's start, default 0).",
+)];
 const W_PERMUTATION: &[Param] = &[
     p("size", Ty::Size, "", "Bytes per flow."),
     p("hosts", Ty::Hosts, "all", "Participating hosts: \"all\", a count (the first n) or a list."),

@@ -709,14 +709,25 @@ impl Sim {
                         ideal_fct(&hops, per_plane, |j| {
                             factory::frame_wire_bytes(transport, m.size, scenario.mtu, n - per_plane + j)
                         })
-                    } else if qps > 1 && planes > 1 {
+                    } else if qps > 1 {
                         // K queue pairs over P NIC ports, the message split evenly over
-                        // them: the busiest plane carries ceil(K/P) of the K parts (as one
-                        // message there, with fewer headers than its parts: a lower bound).
-                        let bytes = (m.size * qps.div_ceil(planes)).div_ceil(qps);
-                        ideal_fct(&hops, factory::packets(bytes, scenario.mtu), |j| {
-                            factory::frame_wire_bytes(transport, bytes, scenario.mtu, j)
-                        })
+                        // them (the larger parts first): the busiest plane carries parts
+                        // 0, P, 2P, ... Their frames in decreasing size, the small last
+                        // ones at the end, are a lower bound however the NIC interleaves
+                        // them. (Counting the parts as one message, with fewer but larger
+                        // frames, gave a 4097-byte message over 4 QPs a slowdown of 0.87.)
+                        let part = |i: u64| m.size / qps + u64::from(i < m.size % qps);
+                        let mut frames: Vec<u64> = (0..qps)
+                            .step_by(planes as usize)
+                            .map(part)
+                            .filter(|&len| len > 0)
+                            .flat_map(|len| {
+                                (0..factory::packets(len, scenario.mtu))
+                                    .map(move |j| factory::frame_wire_bytes(transport, len, scenario.mtu, j))
+                            })
+                            .collect();
+                        frames.sort_unstable_by(|a, b| b.cmp(a));
+                        ideal_fct(&hops, frames.len() as u64, |j| frames[j as usize])
                     } else {
                         ideal_fct(&hops, n, |j| factory::frame_wire_bytes(transport, m.size, scenario.mtu, j))
                     }

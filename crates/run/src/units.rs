@@ -86,6 +86,10 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
             "expected a size in bytes (units: B, KB, MB, GB, KiB, MiB, GiB), got \"{s}\": a lower-case b reads as bits"
         ));
     }
+    // Decimal units make binary fractions: 1.1MB is 1100000.0000000002 here.
+    if (x - x.round()).abs() > 1e-6 {
+        return Err(format!("expected a whole number of bytes, got \"{s}\" = {x} bytes"));
+    }
     Ok(x.round() as u64)
 }
 

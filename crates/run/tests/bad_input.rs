@@ -35,6 +35,11 @@ fn error_of(toml: &str) -> String {
 #[case::negative_size("", "workload[0].size: must not be negative, got -5")]
 #[case::size_with_bad_unit("", "workload[0].size: expected a size such as \"8MB\"")]
 #[case::zero_size("", "workload[0].size: must be at least 1 byte")]
+#[case::fractional_size("", "workload[0].size: expected a whole number of bytes, got \"1.0005KB\" = 1000.5 bytes")]
+#[case::fat_tree_too_wide(
+    "",
+    "topology.k: 48 pods x 24 edge switches = 1152 edge switches and 576 cores; at most 1024 switches per tier"
+)]
 #[case::all_reduce_smaller_than_its_ring(
     "",
     "workload[0].size: must be at least the number of hosts (4): each step moves size/N bytes, got 3"
@@ -97,6 +102,13 @@ fn error_of(toml: &str) -> String {
 #[case::zero_delay_target("", "transport.delay_target: must be longer than 0 (\"none\" turns the delay cut off)")]
 #[case::delay_target_type("", "transport.delay_target: expected a duration such as \"20us\" or \"none\"")]
 #[case::nak_interval_type("", "transport.nak_interval: expected a duration such as \"500us\" or \"none\"")]
+#[case::zero_auto_duration("", "transport.target: must be longer than 0 (leave it out for the default, auto)")]
+#[case::zero_reverse_probe("", "transport.reverse_probe: must be longer than 0")]
+#[case::probe_backoff_below_interval("", "transport.probe_backoff_max: must not be below probe_interval (100us)")]
+#[case::dcqcn_floor_above_line_rate(
+    "",
+    "transport.dcqcn.min_rate: must not exceed the host link rate (100Gbps), got 200Gbps"
+)]
 #[case::no_room_for_a_packet(
     "",
     "fabric.drop_alpha: a switch would admit at most 1000 bytes into an empty queue, less than one 4096-byte packet"
@@ -121,6 +133,8 @@ fn bad_input_is_refused_with_the_key_named(#[case] prefix: &str, #[case] expecte
         "topology.host_link" => BASE.replace("hosts_per_leaf = 2", "hosts_per_leaf = 2\nhost_link = \"fast\""),
         "topology.leaves" => BASE.replace("leaves = 2", "leaves = 0"),
         "topology.kind" => BASE.replace("\"leaf_spine\"", "\"torus\""),
+        "topology.k" if expected.contains("pods x") => BASE
+            .replace("kind = \"leaf_spine\"\nleaves = 2\nspines = 2\nhosts_per_leaf = 2", "kind = \"fat_tree\"\nk = 48"),
         "topology.k" => BASE
             .replace("kind = \"leaf_spine\"\nleaves = 2\nspines = 2\nhosts_per_leaf = 2", "kind = \"fat_tree\"\nk = 5"),
         "topology.oversubscription" => BASE.replace(
@@ -129,6 +143,7 @@ fn bad_input_is_refused_with_the_key_named(#[case] prefix: &str, #[case] expecte
         ),
         "workload[0].size" if expected.contains("negative") => BASE.replace("\"1MB\"", "-5"),
         "workload[0].size" if expected.contains("such as") => BASE.replace("\"1MB\"", "\"1 megabyte\""),
+        "workload[0].size" if expected.contains("whole") => BASE.replace("\"1MB\"", "\"1.0005KB\""),
         "workload[0].size" if expected.contains("number of hosts") => {
             BASE.replace("kind = \"incast\"\nsenders = 2\nsize = \"1MB\"", "kind = \"all_reduce\"\nsize = 3")
         }
@@ -196,6 +211,12 @@ fn bad_input_is_refused_with_the_key_named(#[case] prefix: &str, #[case] expecte
         }
         "transport.delay_target" => format!("{BASE}[transport]\nkind = \"mrc\"\ndelay_target = 20\n"),
         "transport.nak_interval" => format!("{BASE}[transport]\nkind = \"roce\"\nnak_interval = 500\n"),
+        "transport.target" => format!("{BASE}[transport]\nkind = \"stellar\"\ntarget = \"0us\"\n"),
+        "transport.reverse_probe" => format!("{BASE}[transport]\nkind = \"mrc\"\nreverse_probe = \"0us\"\n"),
+        "transport.probe_backoff_max" => {
+            format!("{BASE}[transport]\nkind = \"mrc\"\nprobe_backoff_max = \"1us\"\n")
+        }
+        "transport.dcqcn.min_rate" => format!("{BASE}[transport]\ndcqcn = {{ min_rate = \"200Gbps\" }}\n"),
         "not valid TOML" => "[topology\nkind = 1".into(),
         "fabric.link_loss" => format!("{BASE}[fabric]\nlink_loss = 1.5\n"),
         "faults[0].until" => {

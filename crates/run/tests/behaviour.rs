@@ -457,3 +457,17 @@ size = "1MB"
         }
     }
 }
+
+/// `bytes_offered` counts what the applications posted: a flow that would start after
+/// the stop time is planned (the connections table lists it) but never posted.
+#[test]
+fn bytes_offered_counts_only_posted_messages() {
+    let (_, r) =
+        run("stop = \"20us\"\n[topology]\nkind = \"leaf_spine\"\nleaves = 2\nspines = 2\nhosts_per_leaf = 2\n\
+         [[workload]]\nkind = \"flows\"\n\
+         flows = [{ src = 0, dst = 3, size = 1000 }, { src = 1, dst = 2, size = 5000000, start = \"1ms\" }]\n");
+    assert_eq!(r.summary["ending"], "stop_time");
+    assert_eq!(r.summary["bytes_offered"], 1000);
+    assert_eq!(r.summary["bytes_delivered"], 1000);
+    assert_eq!(col_u64(&r.connections, "bytes").iter().sum::<u64>(), 5_001_000);
+}
