@@ -34,22 +34,34 @@ pub fn ideal_fct(hops: &[(Rate, Dur)], n: u64, frame: impl Fn(u64) -> u64) -> Du
         }
         arrive
     };
-    // The jump below needs identical middle frames (frames in decreasing size, as
-    // callers give them, are identical there when the first and last of it are).
-    if n <= 2 * HEAD + 2 || frame(HEAD) != frame(n - HEAD - 1) {
+    // The jump below needs identical middle frames, settled for a while: frames in
+    // decreasing size, as callers give them, are identical from the first `u` whose
+    // size is the one before the tail's (a QP-Scaling message's first frames are its
+    // parts' larger first ones).
+    let mut head = HEAD;
+    if n > 2 * HEAD + 2 {
+        let middle = frame(n - HEAD - 1);
+        let mut u = 0;
+        while u < n - HEAD - 1 && frame(u) != middle {
+            u += 1;
+        }
+        // (A single message's first frame alone differs, by its RETH: 32 frames settle it.)
+        head = if u <= 1 { HEAD } else { u + HEAD };
+    }
+    if n <= head + HEAD + 2 {
         for j in 0..n {
             arrive_last = step(j, &mut depart);
         }
         return arrive_last - Time::ZERO;
     }
-    for j in 0..HEAD {
+    for j in 0..head {
         step(j, &mut depart);
     }
     let before = depart.clone();
-    step(HEAD, &mut depart);
+    step(head, &mut depart);
     // Identical middle frames: every hop now departs one period later per frame.
     let period: Vec<Dur> = depart.iter().zip(&before).map(|(a, b)| *a - *b).collect();
-    let skip = n - 2 * HEAD - 1;
+    let skip = n - head - HEAD - 1;
     for (d, p) in depart.iter_mut().zip(&period) {
         *d += p.mul(skip);
     }
@@ -96,6 +108,26 @@ mod tests {
                 }
             };
             assert_eq!(ideal_fct(&hops, n, frame), brute(&hops, n, frame), "n = {n}");
+        }
+    }
+
+    #[test]
+    fn the_jump_is_exact_after_many_larger_first_frames() {
+        // QP-Scaling's frames, largest first: each of K parts starts with a RETH frame,
+        // and K can exceed the 32 frames the jump usually settles on.
+        let hops =
+            [(Rate::gbps(100), Dur::from_us(1)), (Rate::gbps(400), Dur::from_us(1)), (Rate::gbps(100), Dur::ZERO)];
+        for (k, n) in [(4u64, 3000u64), (40, 3000), (64, 200), (100, 5000)] {
+            let frame = |j: u64| {
+                if j < k {
+                    4214
+                } else if j + k < n {
+                    4198
+                } else {
+                    900
+                }
+            };
+            assert_eq!(ideal_fct(&hops, n, frame), brute(&hops, n, frame), "K = {k}, n = {n}");
         }
     }
 

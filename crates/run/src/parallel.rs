@@ -189,24 +189,18 @@ pub(crate) fn run(sim: &mut Sim, progress: &mut dyn FnMut(&Progress) -> bool) ->
                     let Some(next) = all.iter().filter_map(|c| c.next_event()).min() else {
                         break (Ending::Stalled, now);
                     };
-                    if next > stop {
-                        // The samples up to the stop time, as a plain run takes them.
-                        for c in all.iter_mut() {
-                            if let Some(t) = c.sample_due.take() {
-                                c.sample(t);
-                            }
-                        }
-                        while next_sample <= stop {
-                            for c in all.iter_mut() {
-                                c.sample(next_sample);
-                            }
-                            next_sample = sample_after(next_sample, interval, stop);
-                        }
-                        break (Ending::StopTime, stop);
-                    }
-                    if watchdog.gap_before(next) {
+                    // Looks due before the next event, up to the stop time (a stall there
+                    // ends the run even if that event is after the stop). A look due
+                    // during the last window is taken now, with its progress, so that
+                    // the stall counts from after it.
+                    let gap_end = next.min(Time(stop.0.saturating_add(1)));
+                    let (look_now, look_gap) = (watchdog.due(now, false), watchdog.gap_before(gap_end));
+                    if look_now || look_gap {
                         let mark = all.iter().map(|c| c.mark()).fold(Mark::default(), |a, b| a + b);
-                        if let Some(at) = watchdog.look_until(next, mark) {
+                        if look_now && watchdog.stalled(now, mark) {
+                            break (Ending::Stalled, now);
+                        }
+                        if let Some(at) = watchdog.look_until(gap_end, mark) {
                             // Not before what the last window ran (it made no progress).
                             let at = at.max(now);
                             for c in all.iter_mut() {
@@ -222,6 +216,21 @@ pub(crate) fn run(sim: &mut Sim, progress: &mut dyn FnMut(&Progress) -> bool) ->
                             }
                             break (Ending::Stalled, at);
                         }
+                    }
+                    if next > stop {
+                        // The samples up to the stop time, as a plain run takes them.
+                        for c in all.iter_mut() {
+                            if let Some(t) = c.sample_due.take() {
+                                c.sample(t);
+                            }
+                        }
+                        while next_sample <= stop {
+                            for c in all.iter_mut() {
+                                c.sample(next_sample);
+                            }
+                            next_sample = sample_after(next_sample, interval, stop);
+                        }
+                        break (Ending::StopTime, stop);
                     }
                     // Samples due before the next event: all but the last are taken now
                     // (nothing happened between them), the last by each partition as it

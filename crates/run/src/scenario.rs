@@ -524,10 +524,15 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
                 return Err(r.error("max_rto", "must not be below min_rto"));
             }
             if spec.probe_backoff_max < spec.probe_interval {
-                return Err(r.error(
-                    "probe_backoff_max",
-                    format!("must not be below probe_interval ({})", spec.probe_interval),
-                ));
+                // Blame the key the user wrote (the other may be its default).
+                return Err(if r.raw_peek("probe_backoff_max").is_some() {
+                    r.error("probe_backoff_max", format!("must not be below probe_interval ({})", spec.probe_interval))
+                } else {
+                    r.error(
+                        "probe_interval",
+                        format!("must not exceed probe_backoff_max ({}, its default)", spec.probe_backoff_max),
+                    )
+                });
             }
             TransportSpec::Mrc(spec)
         }

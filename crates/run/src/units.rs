@@ -86,8 +86,9 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
             "expected a size in bytes (units: B, KB, MB, GB, KiB, MiB, GiB), got \"{s}\": a lower-case b reads as bits"
         ));
     }
-    // Decimal units make binary fractions: 1.1MB is 1100000.0000000002 here.
-    if (x - x.round()).abs() > 1e-6 {
+    // Decimal units make binary fractions: 1.1MB is 1100000.0000000002 here, 17.1GB
+    // 17100000000.000002 (a float's step there is 4e-6).
+    if (x - x.round()).abs() > 1e-6f64.max(x * 1e-12) {
         return Err(format!("expected a whole number of bytes, got \"{s}\" = {x} bytes"));
     }
     Ok(x.round() as u64)
@@ -143,6 +144,12 @@ mod tests {
         assert_eq!(parse_size("8MiB").unwrap(), 8 << 20);
         assert_eq!(parse_size("4096B").unwrap(), 4096);
         assert_eq!(parse_size("1.5KB").unwrap(), 1500);
+        // Whole byte counts whose decimal is not exact in binary (a review found these
+        // refused by an absolute tolerance); a fraction of a byte is refused.
+        assert_eq!(parse_size("1.1MB").unwrap(), 1_100_000);
+        assert_eq!(parse_size("17.1GB").unwrap(), 17_100_000_000);
+        assert_eq!(parse_size("33.3GB").unwrap(), 33_300_000_000);
+        assert!(parse_size("1.0005KB").unwrap_err().contains("whole number of bytes"));
     }
 
     #[test]

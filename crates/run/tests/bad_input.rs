@@ -105,6 +105,10 @@ fn error_of(toml: &str) -> String {
 #[case::zero_auto_duration("", "transport.target: must be longer than 0 (leave it out for the default, auto)")]
 #[case::zero_reverse_probe("", "transport.reverse_probe: must be longer than 0")]
 #[case::probe_backoff_below_interval("", "transport.probe_backoff_max: must not be below probe_interval (100us)")]
+#[case::probe_interval_above_backoff(
+    "",
+    "transport.probe_interval: must not exceed probe_backoff_max (10ms, its default)"
+)]
 #[case::dcqcn_floor_above_line_rate(
     "",
     "transport.dcqcn.min_rate: must not exceed the host link rate (100Gbps), got 200Gbps"
@@ -213,6 +217,7 @@ fn bad_input_is_refused_with_the_key_named(#[case] prefix: &str, #[case] expecte
         "transport.nak_interval" => format!("{BASE}[transport]\nkind = \"roce\"\nnak_interval = 500\n"),
         "transport.target" => format!("{BASE}[transport]\nkind = \"stellar\"\ntarget = \"0us\"\n"),
         "transport.reverse_probe" => format!("{BASE}[transport]\nkind = \"mrc\"\nreverse_probe = \"0us\"\n"),
+        "transport.probe_interval" => format!("{BASE}[transport]\nkind = \"mrc\"\nprobe_interval = \"20ms\"\n"),
         "transport.probe_backoff_max" => {
             format!("{BASE}[transport]\nkind = \"mrc\"\nprobe_backoff_max = \"1us\"\n")
         }

@@ -278,6 +278,10 @@ fn a_flow_that_can_never_finish_ends_the_run_as_stalled() {
         ("mprdma", "stall_after = \"100ms\"", 100.0),
         ("udmp", "stall_after = \"500us\"", 0.5),
         ("udmp", "stall_after = \"2ms\"\npartitions = 2", 2.0),
+        // A stop after the stall: the stall ends the run, though the next event (a
+        // backed-off timeout) is after the stop (a review found these ended at the stop).
+        ("udmp", "stall_after = \"2ms\"\nstop = \"3ms\"", 2.0),
+        ("udmp", "stall_after = \"2ms\"\nstop = \"3ms\"\npartitions = 2", 2.0),
     ];
     for (kind, extra, limit_ms) in cases {
         let (_, r) = run(&toml(kind, extra));

@@ -352,3 +352,36 @@ fn a_message_posted_as_the_last_one_drains_starts_with_a_full_window() {
     let t2 = acked_at(&p, 1).expect("acknowledged").since(at);
     assert!(t2.ps() < t1.ps() * 6 / 5, "second message {t2:?} against the first's {t1:?}");
 }
+
+/// Packets owed to held-back ACKs are part of the window. Message 0 (24 packets) has
+/// PSN 0 stuck for 60 us; ACKs beyond `delta` = 4 are held back, owed a packet each but
+/// only for the 5 packets it had left to send (packets clocked with no data are dropped,
+/// so owing more would pay the next message on top of its window). Message 1, posted at
+/// 46 us, is topped up to the BDP of 16 counting those debts: 10 packets, with PSN 0 and
+/// the 5 owed. PSN 0's ACK at 70 us pays the 15 held-back ACKs, one window again.
+/// (Counting neither, the top-up sent 15 and the debts 15 more.) From a review.
+#[test]
+fn a_message_posted_behind_a_stuck_packet_gets_one_window() {
+    let c = UdmpConfig { delta: 4, bdp_packets: 16, min_increase: 0.1, ..cfg(4) };
+    let mut p = pair(c, 7);
+    stick_psn0(&mut p, Dur::from_us(60), true);
+    let sent = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let s = sent.clone();
+    p.fate = Box::new(move |side, pkt: &mut Packet, _| {
+        if side == 0 && pkt.is_data() {
+            s.borrow_mut().push(pkt.ext.ts);
+        }
+        (false, false)
+    });
+    p.post(Message { seq: 0, len: 24 * 4096, va: 0, rkey: 1 });
+    p.run_to(Time::ZERO + Dur::from_us(46));
+    p.post(Message { seq: 1, len: 400 * 4096, va: 0, rkey: 1 });
+    p.run(Time::MAX);
+    assert_eq!(p.received().len(), 2);
+    let sent_in = |from: u64, to: u64| {
+        sent.borrow().iter().filter(|&&t| t >= Dur::from_us(from).ps() && t < Dur::from_us(to).ps()).count()
+    };
+    assert_eq!(sent_in(22, 46), 0, "held back behind PSN 0");
+    assert_eq!(sent_in(46, 70), 10, "the top-up");
+    assert_eq!(sent_in(70, 80), 15, "the debts");
+}

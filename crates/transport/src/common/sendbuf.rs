@@ -136,6 +136,11 @@ impl SendBuffer {
         self.next_new < self.next_msg_psn
     }
 
+    /// Packets posted but never sent.
+    pub fn unsent(&self) -> u32 {
+        self.next_msg_psn - self.next_new
+    }
+
     /// Whether every posted byte is acknowledged.
     pub fn all_acked(&self) -> bool {
         self.una == self.next_msg_psn

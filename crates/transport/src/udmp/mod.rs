@@ -25,7 +25,8 @@
 //! cut: "the transmission opportunity lost on the affected path is implicitly
 //! redistributed to other active paths, since the overall cwnd remains unchanged". So
 //! each held-back ACK that was not slow is owed its packet, on its own path, paid once
-//! the oldest unacknowledged PSN has moved to within `delta` of it. (Dropping the
+//! the oldest unacknowledged PSN has moved to within `delta` of it (owed only while
+//! data is left to send, as a packet clocked without data is dropped). (Dropping the
 //! opportunity instead shrank the window to the packets on the slow path: a link 50 us
 //! slower each way, below the RTO, left a flow at one packet per round trip on it.) Once
 //! per RTT, with probability `explore`, the next clocked packet tries a new random path.
@@ -222,7 +223,8 @@ impl UdmpSender {
     /// two, keep it (one packet per round trip: a ring all-reduce step over 1 % lossy
     /// links ran for milliseconds instead of tens of microseconds).
     fn top_up(&mut self, now: Time) {
-        let window = self.buf.inflight() + self.credits.len() as u32;
+        // Held-back ACKs are owed packets: part of the window already.
+        let window = self.buf.inflight() + self.credits.len() as u32 + self.withheld.len() as u32;
         let bdp = self.cfg.bdp_packets.max(1);
         if window >= bdp || !self.buf.has_data() {
             return;
@@ -345,7 +347,10 @@ impl UdmpSender {
         // Algorithm 2, unless the ACK is beyond the OOO window (out-of-order awareness).
         let beyond = self.cfg.ooo_aware && e.ack_psn >= self.buf.una() + self.cfg.delta;
         if beyond {
-            if rtt < smooth + base {
+            // Owed only what it would have clocked: a packet for data still to send (one
+            // clocked without data is dropped at the NIC; owed, it would be paid to the
+            // next message on top of its own window).
+            if rtt < smooth + base && (self.withheld.len() as u32) < self.buf.unsent() {
                 self.withheld.push_back((e.ack_psn, e.ev % self.cfg.paths));
             }
         } else {
