@@ -80,11 +80,16 @@ def compare(size: str) -> List[Dict[str, Any]]:
 
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--size", default="64MB", help="all-reduce size per host (default 64MB)")
+    # A plain number is bytes, as in scenario files.
+    ap.add_argument("--size", default="64MB", type=lambda s: int(s) if s.isdigit() else s,
+                    help="all-reduce size per host, e.g. 64MB or a number of bytes (default 64MB)")
     ap.add_argument("--out", default="t1_failure.png", help="plot file (default t1_failure.png)")
     args = ap.parse_args(argv)
 
-    rows = compare(args.size)
+    try:
+        rows = compare(args.size)
+    except fabricsim.ScenarioError as e:
+        ap.error(str(e))
     print(f"{'planes':<12}{'transport':<12}{'healthy':<26}{'t1[0] down at 100 us':<34}slowdown")
     for w in rows:
         slowdown = "-" if w["slowdown"] is None else f"{w['slowdown']:.2f}x"

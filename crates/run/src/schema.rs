@@ -180,7 +180,7 @@ const STELLAR: &[Param] = &[
     p("window", Ty::Int, "auto", "Receiver bitmap in packets; the sender keeps new PSNs within it. auto = max(4 BDP, 2 RTOs at line rate, 512): losses are only found by the RTO."),
     p("g", Ty::Float, "0.0625", "ECN-fraction gain of the shared window (DCTCP-style; fabricsim's, the paper gives no CC parameters)."),
     p("beta", Ty::Float, "0.5", "Strength of the delay cut once the smoothed RTT exceeds target (fabricsim's)."),
-    p("target", Ty::Duration, "auto", "RTT above which the window is cut; auto = 1.5 x the path's base RTT (fabricsim's)."),
+    p("target", Ty::Duration, "auto", "RTT above which the window is cut; auto = 1.5 x the path's base RTT (fabricsim's). At least every connection's unloaded round trip."),
     p("cwnd_max", Ty::Float, "1.5", "Largest window, in BDPs (the window starts at one BDP; fabricsim's)."),
 ];
 
@@ -216,7 +216,7 @@ const MRC: &[Param] = &[
     p("timeout_copy", Ty::Bool, "true", "A timeout with nothing sent since acknowledged resends its packet on two EVs of the plane when the smoothed RTT is under twice the base (paths went silent, not slow) or, before any sample, from the third timeout in a row (fabricsim's addition)."),
     p("md", Ty::Float, "0.5", "Window cut on a trim NACK (at most once per RTT; fabricsim's, the paper leaves congestion control out)."),
     p("cwnd_max", Ty::Float, "1.5", "Largest window, in BDPs of the whole NIC (the window starts at one BDP; fabricsim's)."),
-    p("delay_target", Ty::Duration, "none", "An RTT sample above this cuts the window by (rtt - target) / rtt, at most md, at most once per RTT (fabricsim's addition, as in Swift: trims need a full queue, so a slow last hop behind a deep buffer keeps every window queued). Off by default: a fixed target also takes added propagation delay (a delay fault) for congestion and pins the window; \"none\" = off."),
+    p("delay_target", Ty::Duration, "none", "An RTT sample above this cuts the window by (rtt - target) / rtt, at most md, at most once per RTT (fabricsim's addition, as in Swift: trims need a full queue, so a slow last hop behind a deep buffer keeps every window queued). Off by default: a fixed target also takes added propagation delay (a delay fault) for congestion and pins the window; \"none\" = off. At least every connection's unloaded round trip."),
     p("reverse_probe", Ty::Duration, "auto", "The receiver probes a random reverse EV this often while data arrives (MRC section 2.4); auto = base RTT."),
 ];
 

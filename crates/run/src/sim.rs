@@ -97,12 +97,14 @@ impl std::ops::Add for Mark {
 
 /// Ends a run whose messages are under way but make no progress for `stall_after`
 /// (`Scenario::stall_after`): a transport that retries forever into a dead link keeps
-/// events coming, so the queue never runs dry. It looks at the progress every quarter
+/// events coming, so the queue never runs dry. It looks at the progress every eighth
 /// of the limit of simulated time and every 65,536 events (16 windows of a partitioned
 /// run). Progress only changes at events, so looks due in a gap between two events are
 /// taken before the later one with the progress as it stands (backed-off timers are
-/// milliseconds apart: looking only at events ended runs up to 3.2 limits late). A run
-/// thus stalls between one and one and a quarter limits after its last progress.
+/// milliseconds apart: looking only at events ended runs up to 3.2 limits late). The
+/// first look to see progress may come an eighth after it, and the stall is declared at
+/// the first look a limit after that one: between one and one and a quarter limits
+/// after the last progress.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Watchdog {
     limit: Option<Dur>,
@@ -119,7 +121,7 @@ impl Watchdog {
 
     /// Simulated time between looks.
     fn step(limit: Dur) -> Dur {
-        Dur((limit.ps() / 4).max(1))
+        Dur((limit.ps() / 8).max(1))
     }
 
     /// Whether to look at the progress now: a look time reached, or `periodic` (every
@@ -434,6 +436,42 @@ fn check_memory(scenario: &Scenario, conns: &[fabricsim_workload::ConnSpec], nic
     ))
 }
 
+/// Refuses a window-cutting delay target below a connection's unloaded round trip: every
+/// ACK would cut the window, which stays at its floor (an MRC all-reduce with
+/// `delay_target = "1us"` ran 18x slower, silently).
+fn check_delay_target(
+    scenario: &Scenario,
+    conn: &fabricsim_workload::ConnSpec,
+    transport: &factory::TransportSpec,
+    base_rtt: Dur,
+) -> Result<(), ScenarioError> {
+    let workload = conn.workload;
+    let (key, target) = match transport {
+        factory::TransportSpec::Mrc(s) => ("delay_target", s.delay_target),
+        factory::TransportSpec::Stellar(s) => ("target", s.target),
+        _ => return Ok(()),
+    };
+    match target {
+        Some(t) if t < base_rtt => {
+            let path = match scenario.workload_transports.get(workload as usize).and_then(|t| t.as_ref()) {
+                Some(_) => format!("workload[{workload}].transport.{key}"),
+                None => format!("transport.{key}"),
+            };
+            Err(ScenarioError::new(
+                &path,
+                format!(
+                    "{t} is below the unloaded round trip from host {} to host {} ({:.2}us): every \
+                     acknowledgement would cut the window",
+                    conn.src,
+                    conn.dst,
+                    base_rtt.ps() as f64 / 1e6
+                ),
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The unloaded round trip of a connection (a full data frame out, an ACK back along
 /// the same links) and the bytes that fill its ports for that long.
 fn path_context(
@@ -665,6 +703,7 @@ impl Sim {
             let qps = factory::qps(transport);
             let (first_port, ports) = port_of(0);
             let ctx = path_context(&fabric, &scenario, transport, c.src, c.dst, first_port, ports);
+            check_delay_target(&scenario, c, transport, ctx.base_rtt)?;
             for i in 0..qps {
                 let r = first + 2 * i;
                 let (first_port, ports) = port_of(i);

@@ -101,6 +101,10 @@ fn error_of(toml: &str) -> String {
 #[case::tiny_rto("", "transport.min_rto: must be at least 1us, got 500ns")]
 #[case::zero_delay_target("", "transport.delay_target: must be longer than 0 (\"none\" turns the delay cut off)")]
 #[case::delay_target_type("", "transport.delay_target: expected a duration such as \"20us\" or \"none\"")]
+#[case::delay_target_below_the_rtt(
+    "",
+    "transport.delay_target: 1us is below the unloaded round trip from host 3 to host 0 (9.40us): every acknowledgement"
+)]
 #[case::nak_interval_type("", "transport.nak_interval: expected a duration such as \"500us\" or \"none\"")]
 #[case::zero_auto_duration("", "transport.target: must be longer than 0 (leave it out for the default, auto)")]
 #[case::zero_reverse_probe("", "transport.reverse_probe: must be longer than 0")]
@@ -212,6 +216,9 @@ fn bad_input_is_refused_with_the_key_named(#[case] prefix: &str, #[case] expecte
         "transport.min_rto" => format!("{BASE}[transport]\nkind = \"mrc\"\nmin_rto = \"500ns\"\n"),
         "transport.delay_target" if expected.contains("longer") => {
             format!("{BASE}[transport]\nkind = \"mrc\"\ndelay_target = \"0us\"\n")
+        }
+        "transport.delay_target" if expected.contains("below") => {
+            format!("{BASE}[transport]\nkind = \"mrc\"\ndelay_target = \"1us\"\n")
         }
         "transport.delay_target" => format!("{BASE}[transport]\nkind = \"mrc\"\ndelay_target = 20\n"),
         "transport.nak_interval" => format!("{BASE}[transport]\nkind = \"roce\"\nnak_interval = 500\n"),

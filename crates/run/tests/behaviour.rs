@@ -282,6 +282,9 @@ fn a_flow_that_can_never_finish_ends_the_run_as_stalled() {
         // backed-off timeout) is after the stop (a review found these ended at the stop).
         ("udmp", "stall_after = \"2ms\"\nstop = \"3ms\"", 2.0),
         ("udmp", "stall_after = \"2ms\"\nstop = \"3ms\"\npartitions = 2", 2.0),
+        // Many events (STELLAR retries every 250 us): periodic looks between the timed
+        // ones, which ended a 500 ms limit at 730 ms when looks were a quarter apart.
+        ("stellar", "stall_after = \"500ms\"", 500.0),
     ];
     for (kind, extra, limit_ms) in cases {
         let (_, r) = run(&toml(kind, extra));
