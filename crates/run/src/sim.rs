@@ -140,6 +140,9 @@ impl Watchdog {
 
     /// Takes the looks due before `next` with progress `mark` (nothing happens between
     /// events, so each sees the same). Returns the look time at which the run stalled.
+    /// (Rare: kept out of the run loop's code.)
+    #[cold]
+    #[inline(never)]
     pub(crate) fn look_until(&mut self, next: Time, mark: Mark) -> Option<Time> {
         let limit = self.limit?;
         let step = Self::step(limit).ps();
@@ -899,7 +902,9 @@ impl Sim {
         owns(&self.part, host)
     }
 
-    /// What the stall watchdog counts as progress, over this copy's hosts.
+    /// What the stall watchdog counts as progress, over this copy's hosts. (Rare: kept
+    /// out of the run loop's code.)
+    #[inline(never)]
     pub(crate) fn mark(&self) -> Mark {
         let placed = (0..self.eps.len())
             .filter(|&i| self.meta[i].responder && owns(&self.part, self.meta[i].host))
