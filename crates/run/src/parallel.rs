@@ -203,33 +203,12 @@ pub(crate) fn run(sim: &mut Sim, progress: &mut dyn FnMut(&Progress) -> bool) ->
                         if let Some(at) = watchdog.look_until(gap_end, mark) {
                             // Not before what the last window ran (it made no progress).
                             let at = at.max(now);
-                            for c in all.iter_mut() {
-                                if let Some(t) = c.sample_due.take() {
-                                    c.sample(t);
-                                }
-                            }
-                            while next_sample <= at {
-                                for c in all.iter_mut() {
-                                    c.sample(next_sample);
-                                }
-                                next_sample = sample_after(next_sample, interval, at);
-                            }
+                            sample_through(&mut all, &mut next_sample, interval, at);
                             break (Ending::Stalled, at);
                         }
                     }
                     if next > stop {
-                        // The samples up to the stop time, as a plain run takes them.
-                        for c in all.iter_mut() {
-                            if let Some(t) = c.sample_due.take() {
-                                c.sample(t);
-                            }
-                        }
-                        while next_sample <= stop {
-                            for c in all.iter_mut() {
-                                c.sample(next_sample);
-                            }
-                            next_sample = sample_after(next_sample, interval, stop);
-                        }
+                        sample_through(&mut all, &mut next_sample, interval, stop);
                         break (Ending::StopTime, stop);
                     }
                     // Samples due before the next event: all but the last are taken now
@@ -276,6 +255,22 @@ pub(crate) fn run(sim: &mut Sim, progress: &mut dyn FnMut(&Progress) -> bool) ->
     }
     sim.finish_partitioned(end);
     ending
+}
+
+/// The samples of a run that ends at `end`, as a plain run takes them: each partition's
+/// pending one, then every grid point up to `end` (nothing happened between them).
+fn sample_through(all: &mut [std::sync::MutexGuard<'_, &mut Sim>], next_sample: &mut Time, interval: Dur, end: Time) {
+    for c in all.iter_mut() {
+        if let Some(t) = c.sample_due.take() {
+            c.sample(t);
+        }
+    }
+    while *next_sample <= end {
+        for c in all.iter_mut() {
+            c.sample(*next_sample);
+        }
+        *next_sample = sample_after(*next_sample, interval, end);
+    }
 }
 
 /// Frames captured by the partitions, merged a window at a time.

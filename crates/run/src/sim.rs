@@ -414,10 +414,7 @@ fn check_memory(scenario: &Scenario, conns: &[fabricsim_workload::ConnSpec], nic
         return Ok(());
     }
     let (w, &(bytes, n, key)) = per.iter().enumerate().max_by_key(|(_, w)| w.0).expect("a workload");
-    let path = match scenario.workload_transports.get(w).and_then(|t| t.as_ref()) {
-        Some(_) => format!("workload[{w}].transport.{key}"),
-        None => format!("transport.{key}"),
-    };
+    let path = transport_key(scenario, w as u32, key);
     let gb = |b: u64| b as f64 / 1e9;
     Err(ScenarioError::new(
         &path,
@@ -439,6 +436,15 @@ fn check_memory(scenario: &Scenario, conns: &[fabricsim_workload::ConnSpec], nic
     ))
 }
 
+/// Where `key` of workload `workload`'s transport is set: its own `transport` table if
+/// it has one, else the scenario's.
+fn transport_key(scenario: &Scenario, workload: u32, key: &str) -> String {
+    match scenario.workload_transports.get(workload as usize).and_then(|t| t.as_ref()) {
+        Some(_) => format!("workload[{workload}].transport.{key}"),
+        None => format!("transport.{key}"),
+    }
+}
+
 /// Refuses a window-cutting delay target below a connection's unloaded round trip: every
 /// ACK would cut the window, which stays at its floor (an MRC all-reduce with
 /// `delay_target = "1us"` ran 18x slower, silently).
@@ -455,22 +461,16 @@ fn check_delay_target(
         _ => return Ok(()),
     };
     match target {
-        Some(t) if t < base_rtt => {
-            let path = match scenario.workload_transports.get(workload as usize).and_then(|t| t.as_ref()) {
-                Some(_) => format!("workload[{workload}].transport.{key}"),
-                None => format!("transport.{key}"),
-            };
-            Err(ScenarioError::new(
-                &path,
-                format!(
-                    "{t} is below the unloaded round trip from host {} to host {} ({:.2}us): every \
+        Some(t) if t < base_rtt => Err(ScenarioError::new(
+            &transport_key(scenario, workload, key),
+            format!(
+                "{t} is below the unloaded round trip from host {} to host {} ({:.2}us): every \
                      acknowledgement would cut the window",
-                    conn.src,
-                    conn.dst,
-                    base_rtt.ps() as f64 / 1e6
-                ),
-            ))
-        }
+                conn.src,
+                conn.dst,
+                base_rtt.ps() as f64 / 1e6
+            ),
+        )),
         _ => Ok(()),
     }
 }

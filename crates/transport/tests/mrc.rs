@@ -103,14 +103,7 @@ fn log(p: &mut Pair) -> Vec<PathLog> {
 #[test]
 fn consecutive_packets_use_different_evs() {
     let mut p = pair(1);
-    let used = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-    let u = used.clone();
-    p.fate = Box::new(move |side, pkt: &mut Packet, _| {
-        if side == 0 && pkt.is_data() {
-            u.borrow_mut().push(pkt.ext.ev);
-        }
-        (false, false)
-    });
+    let used = p.record_sent(|pkt| pkt.ext.ev);
     p.post(Message { seq: 0, len: 64 * 4096, va: 0, rkey: 1 });
     p.run(Time::MAX);
     let used = used.borrow();
@@ -129,14 +122,7 @@ fn messages_end_with_write_with_immediate_even_when_the_last_packet_overtakes() 
     // number; delaying it so it arrives before the others must not complete the
     // message early: the receiver completes it once every packet is placed.
     let mut p = pair(7);
-    let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-    let s = seen.clone();
-    p.fate = Box::new(move |side, pkt: &mut Packet, _| {
-        if side == 0 && pkt.is_data() {
-            s.borrow_mut().push((pkt.bth.opcode, pkt.bth.psn, pkt.hdrs & fabricsim_wire::hdr::IMM != 0, pkt.imm));
-        }
-        (false, false)
-    });
+    let seen = p.record_sent(|pkt| (pkt.bth.opcode, pkt.bth.psn, pkt.hdrs & fabricsim_wire::hdr::IMM != 0, pkt.imm));
     p.delay_of =
         Some(Box::new(
             |side, pkt: &Packet| {

@@ -365,14 +365,7 @@ fn a_message_posted_behind_a_stuck_packet_gets_one_window() {
     let c = UdmpConfig { delta: 4, bdp_packets: 16, min_increase: 0.1, ..cfg(4) };
     let mut p = pair(c, 7);
     stick_psn0(&mut p, Dur::from_us(60), true);
-    let sent = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-    let s = sent.clone();
-    p.fate = Box::new(move |side, pkt: &mut Packet, _| {
-        if side == 0 && pkt.is_data() {
-            s.borrow_mut().push(pkt.ext.ts);
-        }
-        (false, false)
-    });
+    let sent = p.record_sent(|pkt| pkt.ext.ts);
     p.post(Message { seq: 0, len: 24 * 4096, va: 0, rkey: 1 });
     p.run_to(Time::ZERO + Dur::from_us(46));
     p.post(Message { seq: 1, len: 400 * 4096, va: 0, rkey: 1 });

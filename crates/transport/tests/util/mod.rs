@@ -10,6 +10,8 @@
 use fabricsim_engine::{Dur, EventQueue, Rate, Rng, Time};
 use fabricsim_transport::{AnyEndpoint, AppEvent, ConnInfo, Endpoint, Poll};
 use fabricsim_wire::{Ecn, Packet};
+use std::cell::RefCell;
+use std::rc::Rc;
 
 /// One single-port 100 Gb/s endpoint's view of a connection between hosts `local` and
 /// `remote` (QPNs equal to the host numbers), MTU 4096.
@@ -178,6 +180,20 @@ impl Pair {
                 }
             }
         }
+    }
+
+    /// Records `what` of every data packet the requester puts on the wire (a copy
+    /// each time a packet is resent); nothing is lost or marked. Replaces `fate`.
+    pub fn record_sent<T: 'static>(&mut self, what: impl Fn(&Packet) -> T + 'static) -> Rc<RefCell<Vec<T>>> {
+        let seen = Rc::new(RefCell::new(Vec::new()));
+        let s = seen.clone();
+        self.fate = Box::new(move |side, pkt: &mut Packet, _| {
+            if side == 0 && pkt.is_data() {
+                s.borrow_mut().push(what(pkt));
+            }
+            (false, false)
+        });
+        seen
     }
 
     /// Times at which the responder completed each message.
