@@ -136,6 +136,8 @@ def _nested(depth, make):
     (lambda d: d["workload"][0].update(size=float("-inf")), "workload[0].size: expected a finite number, got -inf"),
     (lambda d: d["topology"].update(kind=b"fat_tree"), "topology.kind: expected a string, number, boolean, table or list, got bytes"),
     (lambda d: d["topology"].update({4: "k"}), "topology: keys must be strings, got int 4"),
+    (lambda d: d.update(transport={"kind": "mprdma", "ecn_cut": "third"}),
+     'transport.ecn_cut: unknown value "third" (allowed: half_packet, halve)'),
     # 5000 levels were a RecursionError from inside json.
     (lambda d: d.update(extra=_nested(5000, lambda x: {"a": x})), "extra.a.a.a.*: nested more than 64 levels deep"),
     (lambda d: d["workload"].append(_nested(5000, lambda x: [x])), r"workload\[1\]\[0\]\[0\].*: nested more than 64 levels deep"),

@@ -17,10 +17,11 @@ import pandas as pd  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results"
 COLORS = {"udmp": "C0", "udmp_lb_only": "C9", "udmp_no_ooo": "C6", "udmp_no_explore": "C8", "qps32": "C1",
-          "qps16": "C2", "mprdma": "C3", "roce": "C7", "stellar": "C4"}
+          "qps16": "C2", "mprdma": "C3", "mprdma_nsdi": "C5", "roce": "C7", "stellar": "C4"}
 LABELS = {"udmp": "UDMP", "udmp_lb_only": "UDMP LB only", "udmp_no_ooo": "UDMP w/o OOO-aware",
           "udmp_no_explore": "UDMP explore=0", "qps32": "QP-Scaling-32", "qps16": "QP-Scaling-16",
-          "mprdma": "MPRDMA", "roce": "RoCE", "stellar": "STELLAR"}
+          "mprdma": "MPRDMA", "mprdma_nsdi": "MPRDMA (-1/2 per mark)", "roce": "RoCE",
+          "stellar": "STELLAR"}
 
 
 def _save(fig, name: str) -> None:
@@ -96,10 +97,11 @@ def incast() -> None:
 
 def permutation() -> None:
     d = pd.read_csv(OUT / "permutation.csv")
-    sizes = {"2MB": 0, "8MB": 1, "16MB": 2}
+    sizes = {"2MB": 0, "8MB": 1, "16MB": 2, "32MB": 3}
     scales = list(dict.fromkeys(d["scale"]))
     groups = sorted(dict.fromkeys(zip(d["scale"], d["size"])), key=lambda g: (scales.index(g[0]), sizes.get(g[1], 9)))
-    names = [n for n in ("udmp", "qps32", "qps16", "mprdma", "roce", "udmp_lb_only") if n in set(d["transport"])]
+    names = [n for n in ("udmp", "qps32", "qps16", "mprdma", "roce", "mprdma_nsdi", "udmp_lb_only")
+             if n in set(d["transport"])]
     fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(groups)), 4.2))
     w = 0.8 / len(names)
     for i, n in enumerate(names):

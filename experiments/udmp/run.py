@@ -23,8 +23,9 @@ from fabricsim.papers import udmp
 
 OUT = Path(__file__).resolve().parent / "results"
 
-#: Fig. 6a comparison, in the paper's order, plus UDMP's load balancer alone.
-PERM_TRANSPORTS = ("udmp", "qps32", "qps16", "mprdma", "roce", "udmp_lb_only")
+#: Fig. 6a comparison, in the paper's order, plus MPRDMA with MP-RDMA's own ECN rule
+#: and UDMP's load balancer alone.
+PERM_TRANSPORTS = ("udmp", "qps32", "qps16", "mprdma", "roce", "mprdma_nsdi", "udmp_lb_only")
 
 #: Permutation scales: (label, builder arguments, seeds, sizes).
 PERM_SCALES = (
@@ -33,7 +34,7 @@ PERM_SCALES = (
     ("k4-64h-mtu1000", {"k": 4, "hosts_per_edge": 8, "mtu": 1000,
                         "ecn": {"kmin": "36KB", "kmax": "36KB", "pmax": 1.0}}, (1, 2), ("8MB",)),
     ("k6-216h", {"k": 6, "hosts_per_edge": 12}, (1, 2), ("2MB", "8MB", "16MB")),
-    ("k8p5-320h", {"k": 8, "pods": 5, "hosts_per_edge": 16}, (1, 2), ("2MB", "8MB", "16MB")),
+    ("k8p5-320h", {"k": 8, "pods": 5, "hosts_per_edge": 16}, (1, 2), ("2MB", "8MB", "16MB", "32MB")),
 )
 
 

@@ -6,7 +6,7 @@
 
 use fabricsim_engine::{Dur, Rate, Rng, Time};
 use fabricsim_transport::common::{SprayResponder, SprayResponderConfig};
-use fabricsim_transport::mprdma::{MprdmaConfig, MprdmaSender};
+use fabricsim_transport::mprdma::{EcnCut, MprdmaConfig, MprdmaSender};
 use fabricsim_transport::mrc::{EvSetConfig, MrcCcConfig, MrcConfig, MrcSender};
 use fabricsim_transport::roce::{RoceConfig, RoceRequester, RoceResponder};
 use fabricsim_transport::stellar::{PathAlgo, StellarConfig, StellarSender, WindowCcConfig};
@@ -51,6 +51,8 @@ pub struct MprdmaSpec {
     pub explore: f64,
     /// Smallest RTO.
     pub min_rto: Dur,
+    /// Reaction to an ECN-marked ACK.
+    pub ecn_cut: EcnCut,
 }
 
 /// STELLAR settings (`None` = auto).
@@ -256,6 +258,7 @@ pub fn endpoint_pair(
                 window,
                 explore: s.explore,
                 min_rto: s.min_rto,
+                ecn_cut: s.ecn_cut,
             };
             (
                 AnyEndpoint::Mprdma(MprdmaSender::new(req, cfg, sender_rng)),

@@ -7,6 +7,7 @@ use crate::schema::{self, params_for, Reader};
 use crate::ScenarioError;
 use fabricsim_engine::{Dur, Rate};
 use fabricsim_fabric::{EcnConfig, FabricConfig, LinkParams, PfcConfig, Routing, TopologySpec, TrimConfig};
+use fabricsim_transport::mprdma::EcnCut;
 use fabricsim_transport::roce::{DcqcnConfig, RoceConfig};
 use fabricsim_transport::stellar::PathAlgo;
 use fabricsim_workload::{HostSet, WorkloadKind, WorkloadSpec};
@@ -464,6 +465,10 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
                 window: window(&mut r, delta)?,
                 explore: r.float("explore", 0.01, 0.0, 1.0)?,
                 min_rto: rto_duration(&mut r, "min_rto", Dur::from_us(100))?,
+                ecn_cut: {
+                    let name = r.choice("ecn_cut", "half_packet", EcnCut::NAMES)?;
+                    EcnCut::from_name(&name).expect("choice() only returns allowed names")
+                },
             })
         }
         "stellar" => {

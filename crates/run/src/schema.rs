@@ -171,6 +171,7 @@ const MPRDMA: &[Param] = &[
     p("window", Ty::Int, "auto", "Receiver bitmap in packets (PSNs beyond it are NACKed); auto = one BDP, at least 2 x delta (128 packets with the default delta)."),
     p("explore", Ty::Float, "0.01", "Probability per round trip that the next packet tries a new random path."),
     p("min_rto", Ty::Duration, "100us", "Smallest retransmission timeout, at least 1us (RFC 6298 estimate with backoff above it)."),
+    c("ecn_cut", "half_packet", &["half_packet", "halve"], "Reaction to an ECN-marked ACK (the UDMP paper's \"decreases by 1/2\" reads either way): cwnd -= 1/2 per marked ACK (MP-RDMA's rule), or cwnd /= 2 per marked ACK (the reading that reproduces the paper's Fig. 6a)."),
 ];
 
 const STELLAR: &[Param] = &[
@@ -313,7 +314,7 @@ pub const CATALOG: &[Section] = &[
     Section { section: "transport", kind: None, doc: "Keys of every transport.", params: TRANSPORT_COMMON },
     Section { section: "transport", kind: Some("roce"), doc: "RoCEv2 RC: one 5-tuple per QP, go-back-N, DCQCN.", params: ROCE },
     Section { section: "transport", kind: Some("qp_scaling"), doc: "QP-Scaling: one transfer split over K RoCE QPs, each with its own 5-tuple and DCQCN.", params: QP_SCALING },
-    Section { section: "transport", kind: Some("mprdma"), doc: "MPRDMA (NSDI '18, as the UDMP paper describes it): one window over virtual paths, ACK-clocked on the ACK's path, ECN 1/cwnd increase and -1/2, OOO-aware path choice with delta, receiver bitmap with NACK, path exploration.", params: MPRDMA },
+    Section { section: "transport", kind: Some("mprdma"), doc: "MPRDMA (NSDI '18, as the UDMP paper describes it): one window over virtual paths, ACK-clocked on the ACK's path, ECN 1/cwnd increase and -1/2 or halving per marked ACK (ecn_cut), OOO-aware path choice with delta, receiver bitmap with NACK, path exploration.", params: MPRDMA },
     Section { section: "transport", kind: Some("stellar"), doc: "STELLAR: N-path spraying with one shared window reacting to ECN and RTT, direct placement, 250us RTO, lost packets resent on another path.", params: STELLAR },
     Section { section: "transport", kind: Some("udmp"), doc: "UDMP: delay-gradient rate control (Algorithm 1) and delay-driven ACK-clocked load balancing (Algorithm 2) joined by a token pool, per-packet ACKs with timestamps, receiver bitmap with NACK, OOO-aware path selection, exploration.", params: UDMP },
     Section { section: "transport", kind: Some("mrc"), doc: "MRC: per-packet rotation over EV sets split across planes, SACK, trimming with NACK fast retransmit, ECN-driven EV avoidance, EV retirement on untrimmed loss with backups and probing, port-state remapping, reverse EV set. Use it on a lossy fabric (pfc = false) with trimming, and with ECN off on the last hop as the paper deploys it (ecn = { last_hop = false }: marks at a receiver's own port would make the sender avoid healthy EVs).", params: MRC },

@@ -4,14 +4,22 @@ mod util;
 
 use fabricsim_engine::{Dur, Rate, Rng, Time};
 use fabricsim_transport::common::{SprayResponder, SprayResponderConfig};
-use fabricsim_transport::mprdma::{MprdmaConfig, MprdmaSender};
+use fabricsim_transport::mprdma::{EcnCut, MprdmaConfig, MprdmaSender};
 use fabricsim_transport::{AnyEndpoint, Endpoint, Message};
 use fabricsim_wire::{opcode, Packet};
 use proptest::prelude::*;
 use util::{info, Pair};
 
 fn cfg() -> MprdmaConfig {
-    MprdmaConfig { paths: 64, init_cwnd: 16, delta: 64, window: 128, explore: 0.01, min_rto: Dur::from_us(50) }
+    MprdmaConfig {
+        paths: 64,
+        init_cwnd: 16,
+        delta: 64,
+        window: 128,
+        explore: 0.01,
+        min_rto: Dur::from_us(50),
+        ecn_cut: EcnCut::HalfPacket,
+    }
 }
 
 fn pair(seed: u64) -> Pair {
@@ -72,6 +80,33 @@ fn ecn_marks_shrink_the_window_by_half_a_packet_each() {
     assert_eq!(p.received().len(), 1);
     assert!(cwnd(&p) <= 2.0, "cwnd {}", cwnd(&p));
     assert!(p.eps[0].path_stats().iter().map(|s| s.ecn_marks).sum::<u64>() > 50);
+}
+
+#[test]
+fn halve_takes_the_window_to_a_packet_on_a_few_marks_and_half_packet_does_not() {
+    // Three marked ACKs at the start (PSNs 0-2), nothing marked after: `HalfPacket`
+    // leaves 16 - 1.5 (then the window grows), `Halve` 16 / 8 = 2, from which it
+    // regrows one packet per window of ACKs.
+    let run = |ecn_cut| {
+        let mut p = pair_with(MprdmaConfig { ecn_cut, explore: 0.0, ..cfg() }, 3);
+        p.fate = Box::new(|side, pkt: &mut Packet, _| (false, side == 0 && pkt.bth.psn < 3));
+        p.post(Message { seq: 0, len: 64 * 4096, va: 0, rkey: 1 });
+        let (mut low, mut t) = (f64::MAX, Time::ZERO);
+        while p.received().is_empty() && t < Time(Dur::from_ms(1).ps()) {
+            t += Dur::from_ns(200);
+            p.run_to(t);
+            low = low.min(cwnd(&p));
+        }
+        assert_eq!(p.eps[1].stats().bytes_placed, 64 * 4096);
+        (low, t)
+    };
+    let (half_packet, t_half_packet) = run(EcnCut::HalfPacket);
+    let (halve, t_halve) = run(EcnCut::Halve);
+    assert_eq!(half_packet, 14.5);
+    assert_eq!(halve, 2.0);
+    // 64 packets from a window of 2 regrowing by about one per round trip take about
+    // three round trips more than from 14.5 (measured 37.6 against 23.8 us).
+    assert!(t_halve.0 as f64 > 1.4 * t_half_packet.0 as f64, "{t_halve:?} vs {t_half_packet:?}");
 }
 
 #[test]

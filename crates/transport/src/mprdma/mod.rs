@@ -2,7 +2,9 @@
 //!
 //! One congestion window for all virtual paths (UDP source ports). Every ACK echoes
 //! the path its data took; an unmarked ACK grows the window by `1/cwnd`, a marked one
-//! shrinks it by `1/2`, and the ACK clocks new packets out *on its own path* while the
+//! shrinks it by `1/2` (MP-RDMA's rule) or halves it ([`EcnCut`]: the UDMP paper's
+//! "decreases by 1/2" reads both ways, and only halving reproduces its Fig. 6a), and
+//! the ACK clocks new packets out *on its own path* while the
 //! window allows. The window counts packets in the network, one fewer per ACK, so each
 //! path keeps the packets its ACKs return: a packet a fast path's ACK acknowledges
 //! cumulatively still holds its slot until its own ACK comes (or, that ACK lost, for
@@ -37,6 +39,33 @@ pub struct MprdmaConfig {
     pub explore: f64,
     /// Smallest retransmission timeout.
     pub min_rto: Dur,
+    /// What an ECN-marked ACK does to the window.
+    pub ecn_cut: EcnCut,
+}
+
+/// The window's reaction to an ECN-marked ACK. The UDMP paper says MPRDMA's window
+/// "decreases by 1/2 when an ACK with an ECN mark is received", which reads either way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EcnCut {
+    /// `cwnd -= 1/2` per marked ACK (MP-RDMA's rule: a window of marked ACKs halves it).
+    HalfPacket,
+    /// `cwnd /= 2` per marked ACK (the text read as "halves"; a window with a few
+    /// marks falls to a packet or two and regrows by one packet per round trip).
+    Halve,
+}
+
+impl EcnCut {
+    /// Scenario names, in the order of the variants.
+    pub const NAMES: &'static [&'static str] = &["half_packet", "halve"];
+
+    /// The variant named `name` (one of [`EcnCut::NAMES`]).
+    pub fn from_name(name: &str) -> Option<EcnCut> {
+        match name {
+            "half_packet" => Some(EcnCut::HalfPacket),
+            "halve" => Some(EcnCut::Halve),
+            _ => None,
+        }
+    }
 }
 
 /// The sending side of an MPRDMA connection.
@@ -164,7 +193,11 @@ impl MprdmaSender {
             self.cwnd = (self.cwnd - 1.0).max(1.0);
         } else {
             self.good_ev = Some(e.ev % self.cfg.paths);
-            self.cwnd = if marked { (self.cwnd - 0.5).max(1.0) } else { self.cwnd + 1.0 / self.cwnd };
+            self.cwnd = match (marked, self.cfg.ecn_cut) {
+                (false, _) => self.cwnd + 1.0 / self.cwnd,
+                (true, EcnCut::HalfPacket) => (self.cwnd - 0.5).max(1.0),
+                (true, EcnCut::Halve) => (self.cwnd / 2.0).max(1.0),
+            };
             let in_net = self.buf.inflight() + self.unheard.len() as u32;
             let allowed = (self.cwnd as u32).saturating_sub(in_net + self.credits.len() as u32);
             for _ in 0..allowed {
