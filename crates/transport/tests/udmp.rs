@@ -378,3 +378,36 @@ fn a_message_posted_behind_a_stuck_packet_gets_one_window() {
     assert_eq!(sent_in(46, 70), 10, "the top-up");
     assert_eq!(sent_in(70, 80), 15, "the debts");
 }
+
+#[test]
+fn a_smoothed_rtt_above_t_high_caps_the_rate_at_once() {
+    // Algorithm 1's severe-congestion rule: on every ACK whose smoothed RTT exceeds
+    // T_high the rate falls to at most line x base_rtt / smooth_rtt, without waiting
+    // for the once-per-RTT gradient step. Data sent from 100 us on take 200 us instead
+    // of 10 (the RTT jumps from 20 to 210 us); the rate is read at the first moment the
+    // smoothed RTT is above T_high (100 us).
+    let at_crossing = |t_high: Dur| {
+        let mut p = pair(UdmpConfig { t_high, ..cfg(4) }, 5);
+        p.delay_of = Some(Box::new(|side, pkt: &Packet| {
+            let late = side == 0 && pkt.ext.ts >= Dur::from_us(100).ps();
+            Dur::from_us(if late { 200 } else { 10 })
+        }));
+        p.post(Message { seq: 0, len: 50_000_000, va: 0, rkey: 1 });
+        let mut t = Time::ZERO;
+        loop {
+            t += Dur::from_ns(100);
+            assert!(t < Time(Dur::from_ms(2).ps()), "the smoothed RTT never passed 100 us");
+            p.run_to(t);
+            let AnyEndpoint::Udmp(u) = &p.eps[0] else { unreachable!() };
+            if let Some(s) = u.smooth_rtt().filter(|s| *s > Dur::from_us(100)) {
+                return (u.rate(), 100e9 * 20.0 / (s.ps() as f64 / 1e6));
+            }
+        }
+    };
+    let (capped, cap) = at_crossing(Dur::from_us(100));
+    assert!(capped <= cap * 1.000_001, "rate {capped} above line x base / smooth = {cap}");
+    // Without the rule (T_high out of reach) only the gradient step has acted so far,
+    // and the rate is still well above that cap.
+    let (uncapped, cap) = at_crossing(Dur::from_ms(100));
+    assert!(uncapped > 2.0 * cap, "rate {uncapped} without T_high, cap {cap}");
+}

@@ -183,6 +183,22 @@ mod tests {
     use fabricsim_engine::Rng;
 
     #[test]
+    fn each_placed_packet_records_its_distance_from_the_next_expected_psn() {
+        // Arrivals 0, 3, 1, 2, 6, 5, 4 (and a duplicate of 3): the next expected PSN is
+        // 1 when 3 comes (degree 2), 1 for 1 (0), 2 for 2 (0), 4 for 6 (2), 4 for 5 (1)
+        // and 4 for 4 (0). Duplicates and packets beyond the window are not placed, so
+        // not counted.
+        let mut w = RecvWindow::new(100, 8);
+        for psn in [0, 3, 1, 2, 6, 5, 4, 3] {
+            w.arrive(psn, 0, 100 * 20);
+        }
+        assert_eq!(w.arrive(7 + 8, 0, 100 * 20), Arrival::BeyondWindow);
+        assert_eq!(w.ooo.total(), 7);
+        assert_eq!(w.ooo.max(), 2);
+        assert_eq!(w.ooo.buckets().collect::<Vec<_>>(), vec![(0, 4), (1, 1), (2, 2)]);
+    }
+
+    #[test]
     fn any_arrival_order_completes_every_message_once_and_in_order() {
         let mut rng = Rng::new(5);
         // Messages of 3, 1 and 70 packets (mtu 100).

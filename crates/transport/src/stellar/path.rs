@@ -212,6 +212,21 @@ mod tests {
     }
 
     #[test]
+    fn mprdma_sends_each_packet_on_the_path_of_an_ack_in_arrival_order() {
+        // ACK-clocked path reuse: every ACK hands its path to the next packet, first
+        // come first served; with no ACK waiting the packet takes a random path.
+        let (mut s, mut r) = sel(PathAlgo::Mprdma);
+        let acked = [3u32, 5, 3, 7, 0, 6, 6, 1, 4, 2, 13];
+        for &ev in &acked {
+            s.on_ack(ev, Dur::from_us(10), false);
+        }
+        let picks: Vec<u32> = (0..acked.len()).map(|_| s.choose(&mut r, None)).collect();
+        assert_eq!(picks, acked.iter().map(|ev| ev % 8).collect::<Vec<_>>());
+        let fresh: std::collections::BTreeSet<u32> = (0..64).map(|_| s.choose(&mut r, None)).collect();
+        assert!(fresh.len() >= 6, "without ACKs the paths should be random: {fresh:?}");
+    }
+
+    #[test]
     fn a_retransmission_never_reuses_the_lost_path() {
         let (mut s, mut r) = sel(PathAlgo::Single);
         let p = s.choose(&mut r, None);
