@@ -27,6 +27,18 @@ def small_toml(tmp_path: Path) -> Path:
     return p
 
 
+def mrc_incast(planes: int, **fabric) -> dict:
+    """Six senders to host 0 over ``planes`` planes of 100G (2 groups of 4 hosts, 2 T1s
+    per plane, 1 MB switch buffers), MRC on a lossy fabric with trimming plus
+    ``fabric``, 1 MB per sender."""
+    return {"topology": {"kind": "multi_plane", "planes": planes, "groups": 2, "hosts_per_group": 4,
+                         "t1_per_plane": 2, "switch_buffer": "1MB"},
+            "fabric": {"pfc": False, "trimming": True, **fabric},
+            "transport": {"kind": "mrc"},
+            "workload": {"kind": "incast", "senders": 6, "receiver": 0, "size": "1MB"},
+            "output": {"plots": False}}
+
+
 def cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
     """Runs the ``fabricsim`` command of the installed package."""
     return subprocess.run([sys.executable, "-m", "fabricsim", *args], capture_output=True, text=True, cwd=cwd)

@@ -5,6 +5,7 @@ summary's totals."""
 import pytest
 
 import fabricsim
+from conftest import mrc_incast
 from fabricsim.papers.udmp import MULTIPATH_OVERHEAD
 
 #: Wire time of one full data packet of a multipath transport at 100 Gb/s, in
@@ -51,12 +52,7 @@ def test_out_of_order_degree_is_the_delay_difference_in_packets(delay_us):
 def test_per_path_counters_add_up_to_the_summary(link_loss):
     # A 6:1 MRC incast over two planes with trimming: queues trim, and with link loss
     # packets also vanish untrimmed.
-    r = fabricsim.run({"topology": {"kind": "multi_plane", "planes": 2, "groups": 2, "hosts_per_group": 4,
-                                    "t1_per_plane": 2, "switch_buffer": "1MB"},
-                       "fabric": {"pfc": False, "trimming": True, "link_loss": link_loss},
-                       "transport": {"kind": "mrc"},
-                       "workload": {"kind": "incast", "senders": 6, "receiver": 0, "size": "1MB"},
-                       "output": {"plots": False}})
+    r = fabricsim.run(mrc_incast(2, link_loss=link_loss))
     s, p = r.summary, r.paths.sum(numeric_only=True)
     assert s["ending"] == "all_finished"
     assert p.packets == s["data_packets_sent"]

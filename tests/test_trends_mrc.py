@@ -4,7 +4,9 @@ behind the trend is missing."""
 import pytest
 
 import fabricsim
+from conftest import mrc_incast
 from fabricsim.papers import mrc
+from fabricsim.papers.udmp import MULTIPATH_OVERHEAD
 
 
 def test_nic_link_failures_track_remaining_capacity_and_recover():
@@ -102,19 +104,14 @@ def test_an_incast_over_planes_splits_evenly_and_resends_almost_nothing(planes):
     # set the pace. Each plane must carry its share, or its last hop queues while
     # another's runs dry and the reordering between them looks like loss (a 60:40
     # split cost 25-35 % spurious resends and 1.45x the ideal time).
-    r = fabricsim.run({"topology": {"kind": "multi_plane", "planes": planes, "groups": 2, "hosts_per_group": 4,
-                                    "t1_per_plane": 2, "switch_buffer": "1MB"},
-                       "fabric": {"pfc": False, "trimming": True, "ecn": {"last_hop": False}},
-                       "transport": {"kind": "mrc"},
-                       "workload": {"kind": "incast", "senders": 6, "receiver": 0, "size": "1MB"},
-                       "output": {"plots": False}})
+    r = fabricsim.run(mrc_incast(planes, ecn={"last_hop": False}))
     s = r.summary
     per_plane = r.paths.groupby("plane").packets.sum()
     assert len(per_plane) == planes
     assert per_plane.max() < 1.05 * per_plane.min(), per_plane
     assert s["duplicate_packets"] < 0.01 * s["data_packets_sent"], s
-    # 6 MB into `planes` x 100 Gb/s, 4246 bytes on the wire per 4096.
-    ideal_ns = 6 * -(-1_000_000 // 4096) * 4246 * 8 / (planes * 100)
+    # 6 MB into `planes` x 100 Gb/s, every 4096-byte payload with its headers.
+    ideal_ns = 6 * -(-1_000_000 // 4096) * (4096 + MULTIPATH_OVERHEAD) * 8 / (planes * 100)
     assert s["sim_time_ns"] < 1.1 * ideal_ns, (s["sim_time_ns"], ideal_ns)
 
 
