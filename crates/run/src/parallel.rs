@@ -211,10 +211,11 @@ pub(crate) fn run(sim: &mut Sim, progress: &mut dyn FnMut(&Progress) -> bool) ->
                         sample_through(&mut all, &mut next_sample, interval, stop);
                         break (Ending::StopTime, stop);
                     }
-                    // Samples due before the next event: all but the last are taken now
-                    // (nothing happened between them), the last by each partition as it
-                    // starts the window.
-                    while next_sample <= next {
+                    // Samples due before the next event (a sample at `t` covers the
+                    // events at `t` too, as in a plain run): all but the last are taken
+                    // now (nothing happened between them), the last by each partition as
+                    // it starts the window.
+                    while next_sample < next {
                         for c in all.iter_mut() {
                             if let Some(t) = c.sample_due.replace(next_sample) {
                                 c.sample(t);
@@ -232,7 +233,9 @@ pub(crate) fn run(sim: &mut Sim, progress: &mut dyn FnMut(&Progress) -> bool) ->
                             break (Ending::Stalled, now);
                         }
                     }
-                    (next + lookahead).min(next_sample).min(Time(stop.0.saturating_add(1)))
+                    // A window ends with the events at the next grid point, which its
+                    // sample (taken as the next window starts) covers.
+                    (next + lookahead).min(Time(next_sample.0.saturating_add(1))).min(Time(stop.0.saturating_add(1)))
                 };
                 until.store(window_end.0, Ordering::Release);
                 start.wait();

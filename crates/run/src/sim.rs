@@ -39,8 +39,6 @@ pub enum Event {
     Wake(u32),
     /// A message's start time has come and its dependencies are met.
     Start(u32),
-    /// Sample the ports.
-    Sample,
     /// Fault number `n` happens (or a flapping cable toggles).
     Fault(u32),
     /// ECMP tables are recomputed around failed links.
@@ -606,6 +604,10 @@ pub struct Sim {
     pub throughput: ThroughputRows,
     conn_bytes: Vec<u64>,
     last_sample: Time,
+    /// The next point of the sampling grid (`Time::MAX` when not sampling here: off, or
+    /// a partition, whose samples the coordinator takes). A sample at `t` covers every
+    /// event at or before `t`: it is taken when the first later event comes up.
+    next_sample: Time,
     /// The capture being written (held by the coordinator during a partitioned run).
     pub(crate) pcap: Option<Pcap>,
     /// In a partitioned run, which partition simulates each node and which one this
@@ -858,6 +860,7 @@ impl Sim {
             throughput: ThroughputRows::default(),
             conn_bytes: vec![0; nconns],
             last_sample: Time::ZERO,
+            next_sample: Time::MAX,
             pcap: None,
             part: None,
             events_absorbed: 0,
@@ -884,9 +887,11 @@ impl Sim {
             }
         }
         // A partitioned run samples between windows instead.
-        if self.sampler.enabled() && self.part.is_none() {
-            self.q.push(Time::ZERO + self.scenario.output.sample_interval, Event::Sample);
-        }
+        self.next_sample = if self.sampler.enabled() && self.part.is_none() {
+            Time::ZERO + self.scenario.output.sample_interval
+        } else {
+            Time::MAX
+        };
     }
 
     /// Makes this copy simulate partition `me` of `owner` (per node) and schedules its
@@ -983,7 +988,7 @@ impl Sim {
                 self.end = Some(now);
                 // The last interval too: port samples and EV state changes since
                 // the last sample (with 1 ms samples a stalled run had none at all).
-                self.sample(now);
+                self.sample_through(now);
                 return Ending::Stalled;
             };
             // Looks due in the gap before this event, up to the stop time: a stall
@@ -993,21 +998,24 @@ impl Sim {
                 if let Some(at) = self.watchdog.look_until(gap_end, self.mark()) {
                     // Stalled in the gap before this event, which belongs after the end.
                     self.end = Some(at);
-                    self.sample(at);
+                    self.sample_through(at);
                     return Ending::Stalled;
                 }
             }
             if now > stop {
                 // The event belongs after the end; nothing of it happens.
                 self.end = Some(stop);
-                self.sample(stop);
+                self.sample_through(stop);
                 return Ending::StopTime;
+            }
+            if now > self.next_sample {
+                self.sample_before(now);
             }
             self.prefetch_next();
             self.step(now, ev);
             if self.received == self.msgs.len() {
                 self.end = Some(now);
-                self.sample(now);
+                self.sample_through(now);
                 return Ending::AllFinished;
             }
             if self.q.popped() & 0xFFFF == 0 && !progress(&self.progress()) {
@@ -1019,11 +1027,33 @@ impl Sim {
                 let mark = self.mark();
                 if self.watchdog.stalled(now, mark) {
                     self.end = Some(now);
-                    self.sample(now);
+                    self.sample_through(now);
                     return Ending::Stalled;
                 }
             }
         }
+    }
+
+    /// Takes the samples of the grid before `now`, when an event at `now` comes up:
+    /// each covers what happened up to and including its time. Across an idle stretch
+    /// only the last grid point before it is sampled (see [`sample_after`]). (Once per
+    /// interval at most: kept out of the run loop's code.)
+    #[cold]
+    #[inline(never)]
+    fn sample_before(&mut self, now: Time) {
+        let interval = self.scenario.output.sample_interval;
+        while self.next_sample < now {
+            let t = self.next_sample;
+            self.sample(t);
+            self.next_sample = if self.sampler.enabled() { sample_after(t, interval, now) } else { Time::MAX };
+        }
+    }
+
+    /// Ends the sampling of a run that ends at `end`: the grid points up to `end`, then
+    /// the last, part interval (nothing if `end` is on the grid).
+    fn sample_through(&mut self, end: Time) {
+        self.sample_before(Time(end.0.saturating_add(1)));
+        self.sample(end);
     }
 
     /// The scenario's stop time (`Time::MAX` without one).
@@ -1122,12 +1152,6 @@ impl Sim {
                 }
             }
             Event::Start(m) => self.start(now, m),
-            Event::Sample => {
-                self.sample(now);
-                if let Some(t) = self.q.peek_time() {
-                    self.q.push(sample_after(now, self.scenario.output.sample_interval, t), Event::Sample);
-                }
-            }
             Event::Fault(i) => self.apply_fault(now, i as usize),
             Event::Reroute => self.fabric.reroute(),
         }

@@ -319,3 +319,48 @@ fn a_partitioned_run_stopped_early_reports_like_a_plain_one() {
     };
     assert_eq!(times(&r1), times(&r2), "samples at the same times, up to the stop");
 }
+
+/// The sampled tables of `r`: bytes in `throughput`, bytes sent in `ports`, and the
+/// last time of each.
+fn sampled(sim: &Sim, r: &RunResult) -> (u64, u64, u64, u64) {
+    let _ = sim;
+    let tput = col_u64(&r.throughput, "bytes").iter().sum();
+    let sent = col_u64(&r.ports, "tx_bytes").iter().sum();
+    let last = |t: &fabricsim_run::Table| col_u64(t, "time_ns").iter().copied().max().unwrap_or(0);
+    (tput, sent, last(&r.throughput), last(&r.ports))
+}
+
+#[test]
+fn partitioned_runs_keep_every_sample_of_a_plain_run() {
+    // The audit's cases: one 4 KB MRC flow within a leaf sampled every nanosecond (its
+    // last event falls on the grid: the partitions' sample there came before it and the
+    // last one was skipped, so throughput.parquet was empty), the same over four
+    // partitions with 32 KB, and RoCE on a multi-plane fabric sampled every 7 ns.
+    let one_leaf = |kind: &str, size: u32| {
+        format!(
+            "[topology]\nkind = \"leaf_spine\"\nleaves = 2\nspines = 2\nhosts_per_leaf = 4\n\
+             [transport]\nkind = \"{kind}\"\n[output]\nsample_interval = \"1ns\"\n\
+             [[workload]]\nkind = \"flows\"\nflows = [{{ src = 0, dst = 1, size = {size} }}]\n"
+        )
+    };
+    let planes = "[topology]\nkind = \"multi_plane\"\nplanes = 2\ngroups = 2\nhosts_per_group = 4\nt1_per_plane = 2\n\
+                  [transport]\nkind = \"roce\"\n[output]\nsample_interval = \"7ns\"\n\
+                  [[workload]]\nkind = \"permutation\"\nsize = \"64KB\"\n";
+    for (toml, parts) in [(one_leaf("mrc", 4096), 2), (one_leaf("mrc", 32768), 4), (planes.to_string(), 2)] {
+        let (sim1, r1) = run_parts(&toml, 1);
+        let (simn, rn) = run_parts(&toml, parts);
+        let delivered = r1.summary["bytes_delivered"].as_u64().unwrap();
+        assert_eq!(rn.summary["bytes_delivered"].as_u64().unwrap(), delivered);
+        let (t1, s1, tt1, pt1) = sampled(&sim1, &r1);
+        let (tn, sn, ttn, ptn) = sampled(&simn, &rn);
+        // Every byte placed shows in the throughput table, every byte a port sent in
+        // the port series, and both reach the end of the run.
+        assert_eq!((t1, tn), (delivered, delivered), "throughput bytes, {parts} partitions:\n{toml}");
+        assert_eq!(sn, s1, "bytes sent by ports, {parts} partitions:\n{toml}");
+        let end = r1.summary["sim_time_ns"].as_u64().unwrap();
+        assert_eq!(rn.summary["sim_time_ns"].as_u64().unwrap(), end);
+        assert!(pt1 == end && ptn == end, "last port sample at {pt1} and {ptn} ns of {end}:\n{toml}");
+        assert_eq!(tt1, ttn, "last throughput row");
+        assert!(rn.summary["sampling_stopped_ns"].is_null());
+    }
+}
