@@ -367,6 +367,17 @@ pub fn packets(size: u64, mtu: u32) -> u64 {
     size.div_ceil(mtu as u64).max(1)
 }
 
+/// Bytes all the packets of a `size`-byte message occupy on the wire (its first, middle
+/// and last frames differ at most).
+pub fn message_wire_bytes(spec: &TransportSpec, size: u64, mtu: u32) -> u64 {
+    let n = packets(size, mtu);
+    let frame = |j| frame_wire_bytes(spec, size, mtu, j);
+    match n {
+        1 => frame(0),
+        _ => frame(0) + frame(1) * (n - 2) + frame(n - 1),
+    }
+}
+
 /// Bytes packet `j` of a `size`-byte message occupies on the wire (preamble and gap
 /// included).
 pub fn frame_wire_bytes(spec: &TransportSpec, size: u64, mtu: u32, j: u64) -> u64 {

@@ -295,40 +295,45 @@ fn or_none(t: Time) -> i64 {
     }
 }
 
+/// A message's completion time in whole nanoseconds, from `start` to `end` as the flow
+/// table writes them (each rounded down to a nanosecond), so that `fct_ns ==
+/// finish_ns - start_ns` exactly and the summary's figures are those of the table.
+/// `None` if it never completed.
+fn fct_ns(start: Time, end: Time) -> Option<i64> {
+    (end != Time::MAX && start != Time::MAX).then(|| or_none(end) - or_none(start))
+}
+
+/// A completion time over its ideal (picosecond precision).
+fn slowdown(start: Time, end: Time, ideal: Dur) -> Option<f64> {
+    (end != Time::MAX && start != Time::MAX).then(|| (end - start).ps() as f64 / ideal.ps().max(1) as f64)
+}
+
+/// Per message, the completion time (ns) and slowdown by the convention `fct_at`.
+fn completions(sim: &Sim, sender: bool) -> impl Iterator<Item = Option<(i64, f64)>> + '_ {
+    sim.msgs.iter().map(move |m| {
+        let (end, ideal) = if sender { (m.acked, m.sender_ideal) } else { (m.finish, m.ideal) };
+        Some((fct_ns(m.start, end)?, slowdown(m.start, end, ideal)?))
+    })
+}
+
 /// One record per message.
 pub fn flow_table(sim: &Sim) -> Table {
     let n = sim.msgs.len();
     let mut t = Table::default();
     let conn = |i: usize| sim.plan.conns[sim.plan.messages[i].conn as usize];
-    let fct = |i: usize| {
-        let m = &sim.msgs[i];
-        (m.finish != Time::MAX).then(|| m.finish - m.start)
-    };
     t.push("flow_id", Column::U32((0..n as u32).collect()))
         .push("src", Column::U32((0..n).map(|i| conn(i).src).collect()))
         .push("dst", Column::U32((0..n).map(|i| conn(i).dst).collect()))
         .push("size_bytes", Column::U64(sim.plan.messages.iter().map(|m| m.size).collect()))
         .push("start_ns", Column::I64(sim.msgs.iter().map(|m| or_none(m.start)).collect()))
         .push("finish_ns", Column::I64(sim.msgs.iter().map(|m| or_none(m.finish)).collect()))
-        // From the columns as written (each rounded down to a nanosecond), so that the
-        // table is consistent: `fct_ns == finish_ns - start_ns` exactly.
-        .push(
-            "fct_ns",
-            Column::I64(
-                (0..n)
-                    .map(|i| fct(i).map_or(-1, |_| or_none(sim.msgs[i].finish) - or_none(sim.msgs[i].start)))
-                    .collect(),
-            ),
-        )
+        .push("fct_ns", Column::I64(completions(sim, false).map(|c| c.map_or(-1, |c| c.0)).collect()))
         .push("ideal_fct_ns", Column::U64(sim.msgs.iter().map(|m| m.ideal.as_ns()).collect()))
-        .push(
-            "slowdown",
-            Column::F64(
-                (0..n)
-                    .map(|i| fct(i).map_or(f64::NAN, |d| d.ps() as f64 / sim.msgs[i].ideal.ps().max(1) as f64))
-                    .collect(),
-            ),
-        )
+        .push("slowdown", Column::F64(completions(sim, false).map(|c| c.map_or(f64::NAN, |c| c.1)).collect()))
+        .push("acked_ns", Column::I64(sim.msgs.iter().map(|m| or_none(m.acked)).collect()))
+        .push("sender_fct_ns", Column::I64(completions(sim, true).map(|c| c.map_or(-1, |c| c.0)).collect()))
+        .push("sender_ideal_fct_ns", Column::U64(sim.msgs.iter().map(|m| m.sender_ideal.as_ns()).collect()))
+        .push("sender_slowdown", Column::F64(completions(sim, true).map(|c| c.map_or(f64::NAN, |c| c.1)).collect()))
         .push("retransmitted_packets", Column::U64(sim.message_retransmissions()))
         .push("workload", Column::U32(sim.plan.messages.iter().map(|m| m.workload).collect()))
         .push(
@@ -406,15 +411,16 @@ fn distribution(mut v: Vec<f64>) -> Value {
     })
 }
 
+/// Faults the summary lists (the first ones; `faults.parquet` has them all).
+pub const SUMMARY_FAULTS: usize = 100;
+
 /// The run's summary (everything but wall-clock figures).
 pub fn summary(sim: &Sim, ending: Ending) -> Value {
     let tot = sim.fabric.totals;
-    let finished: Vec<usize> = (0..sim.msgs.len()).filter(|&i| sim.msgs[i].finish != Time::MAX).collect();
-    let fct: Vec<f64> = finished.iter().map(|&i| (sim.msgs[i].finish - sim.msgs[i].start).as_ns() as f64).collect();
-    let slow: Vec<f64> = finished
-        .iter()
-        .map(|&i| (sim.msgs[i].finish - sim.msgs[i].start).ps() as f64 / sim.msgs[i].ideal.ps().max(1) as f64)
-        .collect();
+    let sender = sim.scenario.output.fct_at == crate::scenario::FctAt::Sender;
+    let done: Vec<(i64, f64)> = completions(sim, sender).flatten().collect();
+    let fct: Vec<f64> = done.iter().map(|c| c.0 as f64).collect();
+    let slow: Vec<f64> = done.iter().map(|c| c.1).collect();
     let mut ep = EndpointStats::default();
     for (s, _, _) in sim.endpoint_stats() {
         ep.data_sent += s.data_sent;
@@ -449,7 +455,8 @@ pub fn summary(sim: &Sim, ending: Ending) -> Value {
         "pfc_pauses": tot.pfc_pauses,
         "ecn_marks": tot.ecn_marks,
         "trims": tot.trims,
-        "flows": { "total": sim.msgs.len(), "finished": finished.len(), "unfinished": sim.msgs.len() - finished.len() },
+        "flows": { "total": sim.msgs.len(), "finished": done.len(), "unfinished": sim.msgs.len() - done.len() },
+        "fct_at": if sender { "sender" } else { "receiver" },
         "fct_ns": distribution(fct),
         "slowdown": distribution(slow),
         "bytes_delivered": ep.bytes_placed,
@@ -467,7 +474,10 @@ pub fn summary(sim: &Sim, ending: Ending) -> Value {
         "ooo_degree": ooo,
         "paths_used": paths.len(),
         "ev_retirements": sim.ev_log.iter().filter(|l| l.1.state == fabricsim_transport::common::EvState::Retired).count(),
-        "faults": sim.fault_log.iter().map(|f| json!({ "time_ns": f.time.as_ns(), "kind": f.kind, "target": f.target, "value": f.value })).collect::<Vec<_>>(),
+        // A link flapping every few nanoseconds logs millions of changes: the summary
+        // keeps the first ones and the count, faults.parquet every one.
+        "faults": sim.fault_log.iter().take(SUMMARY_FAULTS).map(|f| json!({ "time_ns": f.time.as_ns(), "kind": f.kind, "target": f.target, "value": f.value })).collect::<Vec<_>>(),
+        "faults_total": sim.fault_log.len(),
         "peak_packets_in_flight": sim.fabric.pool.peak(),
         "packet_slot_bytes": fabricsim_fabric::Pool::slot_bytes(),
         "scenario": sc.document,

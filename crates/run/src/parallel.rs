@@ -180,9 +180,9 @@ pub(crate) fn run(sim: &mut Sim, progress: &mut dyn FnMut(&Progress) -> bool) ->
                             to.inbox.push(r);
                         }
                     }
-                    let received: usize = all.iter().map(|c| c.received()).sum();
+                    let done: usize = all.iter().map(|c| c.done()).sum();
                     let now = all.iter().map(|c| c.now()).max().unwrap_or(Time::ZERO);
-                    if received == total {
+                    if done == total {
                         let end = all.iter().filter_map(|c| c.last_finish()).max().unwrap_or(now);
                         break (Ending::AllFinished, end);
                     }

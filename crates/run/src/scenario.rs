@@ -132,6 +132,18 @@ pub struct OutputSpec {
     pub sample_interval: Dur,
     /// Whether to draw plots (read by the Python layer).
     pub plots: bool,
+    /// Where a message completes for the summary and the run's end.
+    pub fct_at: FctAt,
+}
+
+/// Where a message counts as complete (`output.fct_at`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FctAt {
+    /// Its last byte is placed at the receiver.
+    #[default]
+    Receiver,
+    /// Its sender has every acknowledgement (HPCC's convention).
+    Sender,
 }
 
 impl Scenario {
@@ -628,8 +640,12 @@ fn rto_duration(r: &mut Reader<'_>, key: &'static str, default: Dur) -> Result<D
 fn parse_dcqcn(path: String, v: Option<&Value>, line: Rate) -> Result<DcqcnConfig, ScenarioError> {
     let Some(v) = v else { return Ok(DcqcnConfig::hpcc(line)) };
     let mut r = Reader::new(path, v)?;
-    let preset = r.choice("preset", "hpcc", &["hpcc", "paper"])?;
-    let d = if preset == "paper" { DcqcnConfig::paper() } else { DcqcnConfig::hpcc(line) };
+    let d = match r.choice("preset", "hpcc", schema::DCQCN_PRESETS)?.as_str() {
+        "hpcc_paper" => DcqcnConfig::hpcc_paper(line),
+        "firmware" => DcqcnConfig::firmware(),
+        "paper" => DcqcnConfig::paper(),
+        _ => DcqcnConfig::hpcc(line),
+    };
     let cfg = DcqcnConfig {
         g: r.float("g", d.g, 1e-9, 1.0)?,
         alpha_interval: positive_duration(&mut r, "alpha_interval", d.alpha_interval)?,
@@ -895,7 +911,11 @@ fn parse_output(v: &Value) -> Result<OutputSpec, ScenarioError> {
         // Sample times are written in whole nanoseconds.
         return Err(r.error("sample_interval", format!("must be \"0us\" (off) or at least 1ns, got {sample_interval}")));
     }
-    let out = OutputSpec { sample_interval, plots: r.bool("plots", true)? };
+    let fct_at = match r.choice("fct_at", "receiver", &["receiver", "sender"])?.as_str() {
+        "sender" => FctAt::Sender,
+        _ => FctAt::Receiver,
+    };
+    let out = OutputSpec { sample_interval, plots: r.bool("plots", true)?, fct_at };
     r.finish(&schema::OUTPUT.iter().collect::<Vec<_>>())?;
     Ok(out)
 }

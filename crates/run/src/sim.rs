@@ -12,7 +12,8 @@
 //! fire harmlessly and re-arm; deadlines that move earlier push a new event.
 //!
 //! # Ending
-//! The run ends when every message has been received, when the scenario's `stop`
+//! The run ends when every message has been received (or acknowledged at its sender,
+//! by `output.fct_at`), when the scenario's `stop`
 //! time is reached, or when nothing is left to happen (failed connections).
 
 use crate::factory;
@@ -182,7 +183,7 @@ impl Watchdog {
 /// Why a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ending {
-    /// Every message was received.
+    /// Every message was received (acknowledged, with `output.fct_at = "sender"`).
     AllFinished,
     /// The scenario's stop time was reached.
     StopTime,
@@ -231,14 +232,21 @@ struct ConnState {
 pub struct MsgState {
     deps_left: u32,
     parts_left: u32,
+    /// Parts whose acknowledgement the sender still waits for.
+    unacked_parts: u32,
     /// When it was posted (`Time::MAX` if never).
     pub start: Time,
     /// When its last byte was placed (`Time::MAX` if never).
     pub finish: Time,
+    /// When the sender had every part acknowledged (`Time::MAX` if never).
+    pub acked: Time,
     /// Packets sent more than once for it.
     pub retransmitted: u64,
     /// Ideal completion time on an empty fabric.
     pub ideal: Dur,
+    /// Ideal completion time at the sender, by HPCC's convention
+    /// ([`crate::ideal::sender_ideal_fct`]).
+    pub sender_ideal: Dur,
 }
 
 /// Checks every fault's target against the fabric.
@@ -391,22 +399,42 @@ fn check_planes(scenario: &Scenario, nics: u32) -> Result<(), ScenarioError> {
     Ok(())
 }
 
-/// Refuses a scenario whose connection state would not fit in the memory this process
-/// may use (the allocator would abort the process half-way through building it, with
-/// no message). The estimate counts each connection's endpoints
-/// ([`factory::state_bytes`]), once per partition, with half again for the rest.
-fn check_memory(scenario: &Scenario, conns: &[fabricsim_workload::ConnSpec], nics: u32) -> Result<(), ScenarioError> {
+/// Bytes the plan and the run's bookkeeping keep per message beyond its connection's
+/// state: its spec, its state, its place in its QP's list and in the dependency index.
+const MESSAGE_BYTES: u64 =
+    (std::mem::size_of::<fabricsim_workload::MessageSpec>() + std::mem::size_of::<MsgState>() + 2 * 4) as u64;
+
+/// Refuses a scenario whose connection and message state would not fit in the memory
+/// this process may use (the allocator would abort the process half-way through
+/// building it, with no message). It runs before the plan is built, from each
+/// workload's [`fabricsim_workload::plan_size`]: an all-to-all of every host of a large
+/// fat tree is refused in a moment instead of building its connection list first. The
+/// estimate counts each connection's endpoints ([`factory::state_bytes`]) and each
+/// message, once per partition, with half again for the rest.
+fn check_memory(scenario: &Scenario, nhosts: u32, nics: u32) -> Result<(), ScenarioError> {
     let Some(available) = crate::units::available_memory() else { return Ok(()) };
     // Per workload: bytes, connections, the key that drives the state.
-    let mut per = vec![(0u64, 0u64, ""); scenario.workloads.len().max(1)];
-    for c in conns {
-        let t = scenario.transport_of(c.workload);
-        let planes = if factory::uses_all_ports(t) { nics } else { 1 };
-        let (bytes, key) = factory::state_bytes(t, planes);
-        let w = &mut per[c.workload as usize];
-        *w = (w.0 + bytes, w.1 + 1, key);
+    let per: Vec<(u64, u64, &str)> = scenario
+        .workloads
+        .iter()
+        .enumerate()
+        .map(|(w, spec)| {
+            let size = fabricsim_workload::plan_size(spec, nhosts);
+            let t = scenario.transport_of(w as u32);
+            let planes = if factory::uses_all_ports(t) { nics } else { 1 };
+            let (conn_bytes, key) = factory::state_bytes(t, planes);
+            let bytes = size
+                .conns
+                .saturating_mul(conn_bytes)
+                .saturating_add(size.messages.saturating_mul(MESSAGE_BYTES))
+                .saturating_add(size.deps.saturating_mul(8));
+            (bytes, size.conns, key)
+        })
+        .collect();
+    let total = per.iter().fold(0u64, |a, w| a.saturating_add(w.0)).saturating_mul(scenario.partitions.max(1) as u64);
+    if per.is_empty() {
+        return Ok(());
     }
-    let total: u64 = per.iter().map(|w| w.0).sum::<u64>() * scenario.partitions.max(1) as u64;
     // The allocator's own overhead and the rest of the world come on top: a run whose
     // estimate was 3.2 GB needed 3.9 GB resident and between 4.5 and 5 GB of address
     // space.
@@ -414,14 +442,19 @@ fn check_memory(scenario: &Scenario, conns: &[fabricsim_workload::ConnSpec], nic
         return Ok(());
     }
     let (w, &(bytes, n, key)) = per.iter().enumerate().max_by_key(|(_, w)| w.0).expect("a workload");
-    let path = transport_key(scenario, w as u32, key);
+    // The transport's key when it sets the state per connection (QPs, paths, EVs),
+    // else the workload's key that sets how many connections and messages there are.
+    let path = match key {
+        "kind" => format!("workload[{w}].{}", hosts_key(&scenario.workloads[w].kind)),
+        _ => transport_key(scenario, w as u32, key),
+    };
     let gb = |b: u64| b as f64 / 1e9;
     Err(ScenarioError::new(
         &path,
         format!(
-            "the connections' state needs about {:.1} GB ({n} connections of workload {w} at {} each{}), \
-             and with the simulator's other memory more than the {} this process can still allocate \
-             once the fabric is built; use fewer {} or fewer hosts",
+            "the connections' and messages' state needs about {:.1} GB ({n} connections of workload {w}, \
+             {} each with their messages{}), and with the simulator's other memory more than the {} this \
+             process can still allocate once the fabric is built; use fewer {} or fewer hosts",
             gb(total),
             per_connection(bytes / n.max(1)),
             if scenario.partitions > 1 { format!(", x {} partitions", scenario.partitions) } else { String::new() },
@@ -434,6 +467,16 @@ fn check_memory(scenario: &Scenario, conns: &[fabricsim_workload::ConnSpec], nic
             },
         ),
     ))
+}
+
+/// The key of a workload that sets how many hosts take part.
+fn hosts_key(kind: &fabricsim_workload::WorkloadKind) -> &'static str {
+    use fabricsim_workload::WorkloadKind as K;
+    match kind {
+        K::Flows(_) => "flows",
+        K::Incast { .. } => "senders",
+        K::Permutation { .. } | K::AllToAll { .. } | K::AllReduce { .. } => "hosts",
+    }
 }
 
 /// Where `key` of workload `workload`'s transport is set: its own `transport` table if
@@ -580,6 +623,11 @@ pub struct Sim {
     dep_start: Vec<u32>,
     dependents: Vec<u32>,
     received: usize,
+    /// Messages complete by the scenario's convention (`output.fct_at`): received, or
+    /// acknowledged at their sender. The run ends when all are.
+    done: usize,
+    /// Whether a message is complete when acknowledged (else when received).
+    done_when_acked: bool,
     /// Messages this copy started (the watchdog's count of messages under way).
     started: usize,
     watchdog: Watchdog,
@@ -670,12 +718,12 @@ impl Sim {
         let max_frame = scenario.mtu as u64 + 200;
         let fabric = Fabric::new(&scenario.topology, &scenario.links, scenario.fabric.clone(), max_frame)
             .map_err(|e| ScenarioError::from_message(&e.to_string()))?;
+        let nics_per_host = fabric.nics();
+        check_memory(&scenario, fabric.hosts(), nics_per_host)?;
         let plan = fabricsim_workload::build(&scenario.workloads, fabric.hosts(), scenario.seed)
             .map_err(|e| ScenarioError::from_message(&e.to_string()))?;
-        let nics_per_host = fabric.nics();
         check_planes(&scenario, nics_per_host)?;
         check_message_sizes(&scenario, &plan.messages)?;
-        check_memory(&scenario, &plan.conns, nics_per_host)?;
         let mut eps = Vec::new();
         let mut meta = Vec::new();
         let mut conns = Vec::with_capacity(plan.conns.len());
@@ -749,7 +797,20 @@ impl Sim {
                 let n = factory::packets(m.size, scenario.mtu);
                 let planes = nics_per_host as u64;
                 let qps = factory::qps(transport) as u64;
-                let ideal = fabric.path(c.src, c.dst, nic).map_or(Dur::ZERO, |hops| {
+                let hops = fabric.path(c.src, c.dst, nic);
+                // The sender's NIC bandwidth: every port for a sprayed connection, the
+                // ports its QPs are bound to for a split one.
+                let ports_used = if factory::uses_all_ports(transport) { planes } else { qps.min(planes) };
+                let wire: u64 = (0..qps)
+                    .map(|i| m.size / qps + u64::from(i < m.size % qps))
+                    .filter(|&len| len > 0 || qps == 1)
+                    .map(|len| factory::message_wire_bytes(transport, len, scenario.mtu))
+                    .sum();
+                let sender_ideal = hops.as_ref().map_or(Dur::ZERO, |hops| {
+                    let bandwidth = fabricsim_engine::Rate(scenario.links.host_link.0 * ports_used);
+                    crate::ideal::sender_ideal_fct(hops, scenario.mtu as u64, wire, bandwidth)
+                });
+                let ideal = hops.map_or(Dur::ZERO, |hops| {
                     if factory::uses_all_ports(transport) {
                         // Sprayed over every plane: 1/P of the frames on each.
                         let per_plane = n.div_ceil(planes);
@@ -798,10 +859,13 @@ impl Sim {
                 MsgState {
                     deps_left: m.deps.len() as u32,
                     parts_left: 0,
+                    unacked_parts: 0,
                     start: Time::MAX,
                     finish: Time::MAX,
+                    acked: Time::MAX,
                     retransmitted: 0,
                     ideal,
+                    sender_ideal,
                 }
             })
             .collect();
@@ -829,6 +893,7 @@ impl Sim {
             host_eps[m.host as usize].push(i as u32);
         }
         let nconns = conns.len();
+        let done_when_acked = scenario.output.fct_at == crate::scenario::FctAt::Sender;
         let nics = vec![NicQueues::default(); (fabric.hosts() * nics_per_host) as usize];
         let sampler = Sampler::new(&fabric, scenario.output.sample_interval, scenario.partitions);
         let deep_prefetch = fabric.ports.len() >= DEEP_PREFETCH_PORTS;
@@ -846,6 +911,8 @@ impl Sim {
             dep_start: counts,
             dependents,
             received: 0,
+            done: 0,
+            done_when_acked,
             started: 0,
             watchdog: Watchdog::new(stall_after),
             sampler,
@@ -918,7 +985,7 @@ impl Sim {
             .filter(|&i| self.meta[i].responder && owns(&self.part, self.meta[i].host))
             .map(|i| self.eps[i].stats().bytes_placed)
             .sum();
-        Mark { placed, started: self.started, received: self.received }
+        Mark { placed, started: self.started, received: self.done }
     }
 
     /// Events processed so far.
@@ -1013,7 +1080,7 @@ impl Sim {
             }
             self.prefetch_next();
             self.step(now, ev);
-            if self.received == self.msgs.len() {
+            if self.done == self.msgs.len() {
                 self.end = Some(now);
                 self.sample_through(now);
                 return Ending::AllFinished;
@@ -1092,9 +1159,10 @@ impl Sim {
         [self.next_local, self.inbox_min].into_iter().flatten().min()
     }
 
-    /// Messages completed here (in a partitioned run: those this copy receives).
-    pub(crate) fn received(&self) -> usize {
-        self.received
+    /// Messages complete here by the scenario's convention (in a partitioned run:
+    /// those this copy receives, or sends when complete means acknowledged).
+    pub(crate) fn done(&self) -> usize {
+        self.done
     }
 
     /// Asks the cache for what the next events will touch.
@@ -1157,9 +1225,13 @@ impl Sim {
         }
     }
 
-    /// When the last message completed here, if any did.
+    /// When the last message completed here (by the scenario's convention), if any did.
     pub(crate) fn last_finish(&self) -> Option<Time> {
-        self.msgs.iter().map(|m| m.finish).filter(|&t| t != Time::MAX).max()
+        self.msgs
+            .iter()
+            .map(|m| if self.done_when_acked { m.acked } else { m.finish })
+            .filter(|&t| t != Time::MAX)
+            .max()
     }
 
     /// Takes over what partition `k` of `owner` simulated, from its copy `other`: its
@@ -1176,6 +1248,7 @@ impl Sim {
             let c = self.plan.conns[spec.conn as usize];
             if theirs(c.src) {
                 self.msgs[m].start = other.msgs[m].start;
+                self.msgs[m].acked = other.msgs[m].acked;
                 self.msgs[m].retransmitted = other.msgs[m].retransmitted;
             }
             if theirs(c.dst) {
@@ -1201,6 +1274,7 @@ impl Sim {
             }
         }
         self.received += other.received;
+        self.done += other.done;
         self.misdelivered += other.misdelivered;
         self.failed_conns += other.failed_conns;
         self.events_absorbed += other.events();
@@ -1578,6 +1652,7 @@ impl Sim {
         let st = &mut self.msgs[m as usize];
         st.start = now;
         st.parts_left = parts.len() as u32;
+        st.unacked_parts = parts.len() as u32;
         parts
     }
 
@@ -1604,12 +1679,19 @@ impl Sim {
                     if st.parts_left == 0 {
                         st.finish = now;
                         self.received += 1;
+                        self.done += usize::from(!self.done_when_acked);
                         self.release_dependents(now, m);
                     }
                 }
                 AppEvent::Acked { seq, retransmitted } => {
                     let m = self.conns[conn].msgs[qp][seq as usize];
-                    self.msgs[m as usize].retransmitted += retransmitted;
+                    let st = &mut self.msgs[m as usize];
+                    st.retransmitted += retransmitted;
+                    st.unacked_parts -= 1;
+                    if st.unacked_parts == 0 {
+                        st.acked = now;
+                        self.done += usize::from(self.done_when_acked);
+                    }
                 }
                 AppEvent::Failed => self.failed_conns += 1,
             }

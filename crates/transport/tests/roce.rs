@@ -104,7 +104,7 @@ fn with_infiniband_nak_rules_a_psn_lost_on_every_resend_fails_the_qp() {
     // resend still runs when a repeated NAK would come (every 500 us by default, which
     // would send the QP back for ever). With one NAK per sequence error the lost resend
     // is found by the timeout, and the retry limit ends it.
-    let cfg = RoceConfig { retry_limit: 3, nak_interval: None, ..Default::default() };
+    let cfg = RoceConfig { retry_limit: 3, nak_interval: None, rto: Dur::from_ms(1), ..Default::default() };
     let mut p = pair(cfg);
     p.fate = Box::new(|side, pkt: &mut Packet, _| {
         (side == 0 && pkt.bth.psn == 10 && pkt.bth.opcode != opcode::RC_ACK, false)
@@ -118,9 +118,26 @@ fn with_infiniband_nak_rules_a_psn_lost_on_every_resend_fails_the_qp() {
     assert_eq!(p.eps[1].stats().control_sent, 10 + 1, "the ACKs of PSNs 0-9 and one NAK");
 }
 
+/// HPCC's model: every marked packet's acknowledgement carries a CNP; here a CNP leaves
+/// for every marked packet (ahead of its ACK), and the requester hears every one.
+#[test]
+fn with_hpccs_preset_every_marked_packet_brings_a_cnp() {
+    let cfg = RoceConfig { dcqcn: Some(DcqcnConfig::hpcc(Rate::gbps(100))), ..Default::default() };
+    let mut p = pair(cfg);
+    // Mark every third data packet.
+    p.fate = Box::new(|side, pkt: &mut Packet, _| (false, side == 0 && pkt.bth.psn.is_multiple_of(3)));
+    p.post(msg(0, 300 * MTU as u64));
+    p.run(Time::MAX);
+    let marked = p.eps[1].stats().ecn_marked;
+    assert!(marked >= 100, "{marked}");
+    assert_eq!(p.eps[1].stats().cnps, marked);
+    assert_eq!(p.eps[0].stats().cnps, marked);
+}
+
 #[test]
 fn ecn_marks_become_rate_limited_cnps_and_slow_the_sender() {
-    let dcqcn = DcqcnConfig::hpcc(Rate::gbps(100));
+    // ConnectX firmware: at most one CNP per QP per 4 us.
+    let dcqcn = DcqcnConfig::firmware();
     let cfg = RoceConfig { dcqcn: Some(dcqcn), ..Default::default() };
     let mut p = pair(cfg);
     p.fate = Box::new(|side, _, _| (false, side == 0));
