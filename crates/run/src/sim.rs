@@ -21,11 +21,12 @@ use crate::ideal::ideal_fct;
 use crate::metrics::{sample_after, Sampler};
 use crate::scenario::{FaultKind, FaultTarget, Scenario};
 use crate::ScenarioError;
-use fabricsim_engine::{Dur, EventQueue, Ring, Rng, Time};
+use fabricsim_engine::{Dur, EventQueue, Rng, Time};
 use fabricsim_fabric::PortId;
 use fabricsim_fabric::{Fabric, FabricEvent, FabricOutput};
+use fabricsim_nic::{EndpointPlace, Nic, NicEvent, NicOutput, Split, Wire};
 use fabricsim_transport::common::PathLog;
-use fabricsim_transport::{AnyEndpoint, AppEvent, ConnInfo, Endpoint, EndpointStats, Message, Poll};
+use fabricsim_transport::EndpointStats;
 use fabricsim_wire::{Packet, TrafficClass};
 use fabricsim_workload::Plan;
 
@@ -34,10 +35,8 @@ use fabricsim_workload::Plan;
 pub enum Event {
     /// A fabric event.
     Fabric(FabricEvent),
-    /// An endpoint's deadline.
-    Timer(u32),
-    /// An endpoint may send again (pacing).
-    Wake(u32),
+    /// A NIC's deadline (an endpoint's timer or pacing wake-up).
+    Nic(NicEvent),
     /// A message's start time has come and its dependencies are met.
     Start(u32),
     /// Fault number `n` happens (or a flapping cable toggles).
@@ -193,47 +192,10 @@ pub enum Ending {
     Cancelled,
 }
 
-#[derive(Clone, Copy, Debug)]
-struct EpMeta {
-    host: u32,
-    first_port: u8,
-    ports: u8,
-    responder: bool,
-    conn: u32,
-    /// Bit `i` set while queued on port `first_port + i`.
-    queued: u16,
-    /// The port (`first_port +` this) that [`Sim::ready`] offers first next time.
-    offer_first: u8,
-    timer_at: Time,
-    wake_at: Time,
-}
-
-#[derive(Clone, Debug, Default)]
-struct NicQueues {
-    ctrl: Ring<u32, NIC_QUEUE_INLINE>,
-    data: Ring<u32, NIC_QUEUE_INLINE>,
-}
-
-/// Endpoints a NIC's queue keeps inline (see [`Ring`]): most hosts have a few
-/// connections, and the queue is read on every packet the NIC sends.
-const NIC_QUEUE_INLINE: usize = 4;
-
-#[derive(Clone, Debug)]
-struct ConnState {
-    /// Endpoint ids of the connection's QPs: requester `first + 2i`, responder `+1`.
-    first_ep: u32,
-    qps: u32,
-    /// Per QP, the message ids it carries parts of, by its own sequence numbers.
-    msgs: Vec<Vec<u32>>,
-}
-
 /// Per-message bookkeeping, exported as the flow records.
 #[derive(Clone, Copy, Debug)]
 pub struct MsgState {
     deps_left: u32,
-    parts_left: u32,
-    /// Parts whose acknowledgement the sender still waits for.
-    unacked_parts: u32,
     /// When it was posted (`Time::MAX` if never).
     pub start: Time,
     /// When its last byte was placed (`Time::MAX` if never).
@@ -614,10 +576,8 @@ pub struct Sim {
     q: EventQueue<Event>,
     /// Whether the run loop prefetches three events ahead (see [`DEEP_PREFETCH_PORTS`]).
     deep_prefetch: bool,
-    eps: Vec<AnyEndpoint>,
-    meta: Vec<EpMeta>,
-    nics: Vec<NicQueues>,
-    conns: Vec<ConnState>,
+    /// Every host's NIC: endpoints, their queues and timers, the messages on them.
+    pub nic: Nic,
     /// Message states, indexed by message id.
     pub msgs: Vec<MsgState>,
     dep_start: Vec<u32>,
@@ -633,8 +593,6 @@ pub struct Sim {
     watchdog: Watchdog,
     /// Port sampler.
     pub sampler: Sampler,
-    /// Packets that arrived for no endpoint.
-    pub misdelivered: u64,
     /// Connections whose QP failed.
     pub failed_conns: u64,
     /// When the run ended.
@@ -644,8 +602,6 @@ pub struct Sim {
     faults: Vec<Fault>,
     /// What happened, when.
     pub fault_log: Vec<FaultRecord>,
-    /// Endpoints per host.
-    host_eps: Vec<Vec<u32>>,
     /// Entropy-value state changes: `(connection, change)`.
     pub ev_log: Vec<(u32, PathLog)>,
     /// Per-connection delivery sampled over time.
@@ -724,68 +680,35 @@ impl Sim {
             .map_err(|e| ScenarioError::from_message(&e.to_string()))?;
         check_planes(&scenario, nics_per_host)?;
         check_message_sizes(&scenario, &plan.messages)?;
-        let mut eps = Vec::new();
-        let mut meta = Vec::new();
-        let mut conns = Vec::with_capacity(plan.conns.len());
+        let mut nic = Nic::new(fabric.hosts(), nics_per_host, plan.messages.len());
         for (ci, c) in plan.conns.iter().enumerate() {
             let transport = scenario.transport_of(c.workload);
             let all_ports = factory::uses_all_ports(transport);
             // A single-port connection's QP i uses NIC port (connection + i) mod ports, as
             // collective libraries spread queue pairs over a multi-rail NIC.
-            let port_of = |qp: u32| -> (u8, u8) {
+            let place = |qp: u32| {
                 if all_ports {
-                    (0, nics_per_host as u8)
+                    EndpointPlace { first_port: 0, ports: nics_per_host as u8 }
                 } else {
-                    (((ci as u32 + qp) % nics_per_host) as u8, 1)
+                    EndpointPlace { first_port: ((ci as u32 + qp) % nics_per_host) as u8, ports: 1 }
                 }
             };
             // Keyed by workload and position in it: adding a workload or appending a
             // flow never changes another connection's random choices.
             let mut rng = Rng::stream(scenario.seed, &[0xC044, c.workload as u64, c.index as u64]);
-            let first = eps.len() as u32;
-            let base = |host, remote, local_qpn, remote_qpn, (first_port, ports): (u8, u8)| ConnInfo {
-                local_host: host,
-                remote_host: remote,
-                remote_qpn,
-                local_qpn,
-                first_port,
-                ports,
-                port_rate: scenario.links.host_link,
-                mtu: scenario.mtu,
-            };
-            // QPNs are endpoint indices: a packet's BTH destination QP finds its
-            // endpoint directly. Requester and responder of QP i sit side by side.
-            let qps = factory::qps(transport);
-            let (first_port, ports) = port_of(0);
+            let EndpointPlace { first_port, ports } = place(0);
             let ctx = path_context(&fabric, &scenario, transport, c.src, c.dst, first_port, ports);
             check_delay_target(&scenario, c, transport, ctx.base_rtt)?;
-            for i in 0..qps {
-                let r = first + 2 * i;
-                let (first_port, ports) = port_of(i);
-                let (req, resp) = factory::endpoint_pair(
-                    transport,
-                    base(c.src, c.dst, r, r + 1, (first_port, ports)),
-                    base(c.dst, c.src, r + 1, r, (first_port, ports)),
-                    &ctx,
-                    Time::ZERO,
-                    &mut rng,
-                );
-                for (ep, host, responder) in [(req, c.src, false), (resp, c.dst, true)] {
-                    eps.push(ep);
-                    meta.push(EpMeta {
-                        host,
-                        first_port,
-                        ports,
-                        responder,
-                        conn: ci as u32,
-                        queued: 0,
-                        offer_first: 0,
-                        timer_at: Time::MAX,
-                        wake_at: Time::MAX,
-                    });
-                }
-            }
-            conns.push(ConnState { first_ep: first, qps, msgs: vec![Vec::new(); qps as usize] });
+            nic.add_connection(
+                c.src,
+                c.dst,
+                factory::qps(transport),
+                Split::Even,
+                scenario.links.host_link,
+                scenario.mtu,
+                place,
+                |_, req, resp| factory::endpoint_pair(transport, req, resp, &ctx, Time::ZERO, &mut rng),
+            );
         }
         let msgs = plan
             .messages
@@ -793,7 +716,7 @@ impl Sim {
             .map(|m| {
                 let c = plan.conns[m.conn as usize];
                 let transport = scenario.transport_of(c.workload);
-                let nic = meta[conns[m.conn as usize].first_ep as usize].first_port;
+                let nic = nic.place_of(m.conn as usize, 0).first_port;
                 let n = factory::packets(m.size, scenario.mtu);
                 let planes = nics_per_host as u64;
                 let qps = factory::qps(transport) as u64;
@@ -858,8 +781,6 @@ impl Sim {
                 });
                 MsgState {
                     deps_left: m.deps.len() as u32,
-                    parts_left: 0,
-                    unacked_parts: 0,
                     start: Time::MAX,
                     finish: Time::MAX,
                     acked: Time::MAX,
@@ -888,13 +809,8 @@ impl Sim {
             }
         }
         let faults = resolve_faults(&scenario, &fabric)?;
-        let mut host_eps = vec![Vec::new(); fabric.hosts() as usize];
-        for (i, m) in meta.iter().enumerate() {
-            host_eps[m.host as usize].push(i as u32);
-        }
-        let nconns = conns.len();
+        let nconns = nic.connections();
         let done_when_acked = scenario.output.fct_at == crate::scenario::FctAt::Sender;
-        let nics = vec![NicQueues::default(); (fabric.hosts() * nics_per_host) as usize];
         let sampler = Sampler::new(&fabric, scenario.output.sample_interval, scenario.partitions);
         let deep_prefetch = fabric.ports.len() >= DEEP_PREFETCH_PORTS;
         let sim = Sim {
@@ -903,10 +819,7 @@ impl Sim {
             fabric,
             q: EventQueue::new(),
             deep_prefetch,
-            eps,
-            meta,
-            nics,
-            conns,
+            nic,
             msgs,
             dep_start: counts,
             dependents,
@@ -916,13 +829,11 @@ impl Sim {
             started: 0,
             watchdog: Watchdog::new(stall_after),
             sampler,
-            misdelivered: 0,
             failed_conns: 0,
             end: None,
             ending: None,
             faults,
             fault_log: Vec::new(),
-            host_eps,
             ev_log: Vec::new(),
             throughput: ThroughputRows::default(),
             conn_bytes: vec![0; nconns],
@@ -981,10 +892,7 @@ impl Sim {
     /// out of the run loop's code.)
     #[inline(never)]
     pub(crate) fn mark(&self) -> Mark {
-        let placed = (0..self.eps.len())
-            .filter(|&i| self.meta[i].responder && owns(&self.part, self.meta[i].host))
-            .map(|i| self.eps[i].stats().bytes_placed)
-            .sum();
+        let placed = self.nic.bytes_placed(|h| owns(&self.part, h));
         Mark { placed, started: self.started, received: self.done }
     }
 
@@ -1005,7 +913,7 @@ impl Sim {
 
     /// Counters of every endpoint, with whether it is a responder and its connection.
     pub fn endpoint_stats(&self) -> impl Iterator<Item = (&EndpointStats, bool, u32)> {
-        self.eps.iter().zip(&self.meta).map(|(e, m)| (e.stats(), m.responder, m.conn))
+        self.nic.endpoint_stats()
     }
 
     pub(crate) fn progress(&self) -> Progress {
@@ -1187,11 +1095,7 @@ impl Sim {
                 // A delivery: the receiving endpoint's first lines (its kind, what
                 // receiving reads first; with more than eight, no faster) and its NIC
                 // bookkeeping.
-                let ep = pkt.bth.dest_qp as usize;
-                if let (Some(e), Some(m)) = (self.eps.get(ep), self.meta.get(ep)) {
-                    fabricsim_engine::prefetch::lines(e, 8);
-                    fabricsim_engine::prefetch::lines(m, 1);
-                }
+                self.nic.prefetch_endpoint(pkt.bth.dest_qp as usize);
             }
         } else if let Some(Event::Fabric(next)) = self.q.peek() {
             self.fabric.prefetch(next);
@@ -1204,20 +1108,25 @@ impl Sim {
         match ev {
             Event::Fabric(fe) => {
                 match self.fabric.handle(now, fe, &mut self.q) {
-                    Some(FabricOutput::Deliver { slot, .. }) => self.deliver(now, slot),
-                    Some(FabricOutput::NicReady { host, nic }) => self.serve(now, host, nic),
+                    Some(FabricOutput::Deliver { slot, .. }) => {
+                        let pkt = *self.fabric.packet(slot);
+                        self.fabric.release(slot);
+                        self.nic.deliver(now, &pkt, &mut FabricWire { fabric: &mut self.fabric, q: &mut self.q });
+                        self.drain_nic(now);
+                    }
+                    Some(FabricOutput::NicReady { host, nic }) => {
+                        self.nic.serve(now, host, nic, &mut FabricWire { fabric: &mut self.fabric, q: &mut self.q });
+                        self.drain_nic(now);
+                    }
                     None => {}
                 }
                 if !self.fabric.captured.is_empty() {
                     self.flush_capture();
                 }
             }
-            Event::Timer(ep) => self.timer(now, ep),
-            Event::Wake(ep) => {
-                if self.meta[ep as usize].wake_at == now {
-                    self.meta[ep as usize].wake_at = Time::MAX;
-                    self.ready(now, ep);
-                }
+            Event::Nic(ev) => {
+                self.nic.on_event(now, ev, &mut FabricWire { fabric: &mut self.fabric, q: &mut self.q });
+                self.drain_nic(now);
             }
             Event::Start(m) => self.start(now, m),
             Event::Fault(i) => self.apply_fault(now, i as usize),
@@ -1239,11 +1148,7 @@ impl Sim {
     /// (completion), its ports and switches, its samples and logs; counters are summed.
     pub(crate) fn absorb(&mut self, other: &mut Sim, owner: &[u8], k: u8) {
         let theirs = |host: u32| owner[host as usize] == k;
-        for i in 0..self.eps.len() {
-            if theirs(self.meta[i].host) {
-                std::mem::swap(&mut self.eps[i], &mut other.eps[i]);
-            }
-        }
+        self.nic.absorb(&mut other.nic, theirs);
         for (m, spec) in self.plan.messages.iter().enumerate() {
             let c = self.plan.conns[spec.conn as usize];
             if theirs(c.src) {
@@ -1266,16 +1171,8 @@ impl Sim {
         }
         self.last_sample = self.last_sample.max(other.last_sample);
         self.ev_log.append(&mut other.ev_log);
-        for (c, conn) in self.plan.conns.iter().enumerate() {
-            if theirs(conn.src) {
-                // Which message each of its sequence numbers carries (for the
-                // retransmissions of messages not yet acknowledged).
-                std::mem::swap(&mut self.conns[c].msgs, &mut other.conns[c].msgs);
-            }
-        }
         self.received += other.received;
         self.done += other.done;
-        self.misdelivered += other.misdelivered;
         self.failed_conns += other.failed_conns;
         self.events_absorbed += other.events();
     }
@@ -1305,15 +1202,8 @@ impl Sim {
             Some((owner, me)) => self.sampler.sample_ports(now, &mut self.fabric, |p| owner[p.node as usize] == *me),
             None => self.sampler.sample(now, &mut self.fabric),
         }
-        for (i, ep) in self.eps.iter_mut().enumerate() {
-            if !owns(&self.part, self.meta[i].host) {
-                continue;
-            }
-            let mut log = Vec::new();
-            ep.drain_path_log(now, &mut log);
-            let conn = self.meta[i].conn;
-            self.ev_log.extend(log.into_iter().map(|l| (conn, l)));
-        }
+        let part = &self.part;
+        self.nic.drain_path_logs(now, |h| owns(part, h), &mut self.ev_log);
         if !self.sampler.enabled() || now <= self.last_sample {
             return;
         }
@@ -1323,9 +1213,8 @@ impl Sim {
         let interval = self.scenario.output.sample_interval;
         let end = if interval > Dur::ZERO { now.max(self.last_sample + interval) } else { now };
         let dt = end.since(self.last_sample).as_secs_f64();
-        for (c, conn) in self.conns.iter().enumerate() {
-            let placed: u64 =
-                (0..conn.qps).map(|i| self.eps[(conn.first_ep + 2 * i + 1) as usize].stats().bytes_placed).sum();
+        for c in 0..self.nic.connections() {
+            let placed = self.nic.conn_bytes_placed(c);
             let delta = placed - self.conn_bytes[c];
             if delta > 0 {
                 self.throughput.time_ns.push(end.as_ns());
@@ -1435,15 +1324,10 @@ impl Sim {
         // switch at its end is down, and a switch back up does not revive a host cable
         // that failed on its own.
         let up = self.fabric.ports[p as usize].up;
-        for (host, nic) in self.fabric.hosts_on_cable(p) {
-            for k in 0..self.host_eps[host as usize].len() {
-                let ep = self.host_eps[host as usize][k];
-                let m = self.meta[ep as usize];
-                if nic >= m.first_port && nic < m.first_port + m.ports && self.owns_host(host) {
-                    self.eps[ep as usize].on_port_state(now, nic, up);
-                    self.after_input(now, ep);
-                    self.ready(now, ep);
-                }
+        for (host, port) in self.fabric.hosts_on_cable(p) {
+            if self.owns_host(host) {
+                self.nic.port_state(now, host, port, up, &mut FabricWire { fabric: &mut self.fabric, q: &mut self.q });
+                self.drain_nic(now);
             }
         }
     }
@@ -1511,15 +1395,7 @@ impl Sim {
 
     /// Per-path counters of every sender: `(connection, qp, counters)`.
     pub fn path_stats(&self) -> Vec<(u32, u32, fabricsim_transport::common::PathStats)> {
-        let mut out = Vec::new();
-        for (c, conn) in self.conns.iter().enumerate() {
-            for q in 0..conn.qps {
-                for s in self.eps[(conn.first_ep + 2 * q) as usize].path_stats() {
-                    out.push((c as u32, q, s));
-                }
-            }
-        }
-        out
+        self.nic.path_stats()
     }
 
     /// The plane a path of QP `qp` of connection `conn` runs in: a transport spanning
@@ -1529,11 +1405,11 @@ impl Sim {
         if self.fabric.nics() == 1 {
             return 0;
         }
-        let m = &self.meta[(self.conns[conn as usize].first_ep + 2 * qp) as usize];
-        if m.ports > 1 {
+        let place = self.nic.place_of(conn as usize, qp);
+        if place.ports > 1 {
             fabricsim_wire::ev_plane(ev) as u32
         } else {
-            m.first_port as u32
+            place.first_port as u32
         }
     }
 
@@ -1542,17 +1418,8 @@ impl Sim {
     /// came back, the sender's count so far.
     pub fn message_retransmissions(&self) -> Vec<u64> {
         let mut out: Vec<u64> = self.msgs.iter().map(|m| m.retransmitted).collect();
-        let mut pending = Vec::new();
-        for conn in &self.conns {
-            for q in 0..conn.qps {
-                pending.clear();
-                self.eps[(conn.first_ep + 2 * q) as usize].unacked_retransmissions(&mut pending);
-                for &(seq, n) in &pending {
-                    if let Some(&m) = conn.msgs[q as usize].get(seq as usize) {
-                        out[m as usize] += n;
-                    }
-                }
-            }
+        for (m, n) in self.nic.unacked_retransmissions() {
+            out[m as usize] += n;
         }
         out
     }
@@ -1560,105 +1427,31 @@ impl Sim {
     /// Out-of-order degrees per connection (merged over its QPs), for multipath
     /// receivers.
     pub fn ooo(&self) -> Vec<Option<fabricsim_transport::common::OooHistogram>> {
-        self.conns
-            .iter()
-            .map(|conn| {
-                let mut h: Option<fabricsim_transport::common::OooHistogram> = None;
-                for q in 0..conn.qps {
-                    if let Some(o) = self.eps[(conn.first_ep + 2 * q + 1) as usize].ooo() {
-                        h.get_or_insert_with(Default::default).merge(o);
-                    }
-                }
-                h
-            })
-            .collect()
+        self.nic.ooo()
     }
 
     /// Number of QPs of connection `c`.
     pub fn qps_of(&self, c: usize) -> u32 {
-        self.conns[c].qps
-    }
-
-    fn deliver(&mut self, now: Time, slot: u32) {
-        let pkt = *self.fabric.packet(slot);
-        self.fabric.release(slot);
-        let ep = pkt.bth.dest_qp;
-        if ep as usize >= self.eps.len() || self.meta[ep as usize].host != pkt.net.dst {
-            self.misdelivered += 1;
-            return;
-        }
-        self.eps[ep as usize].on_packet(now, &pkt);
-        self.after_input(now, ep);
-        self.ready(now, ep);
-    }
-
-    fn timer(&mut self, now: Time, ep: u32) {
-        let m = &mut self.meta[ep as usize];
-        if m.timer_at == now {
-            m.timer_at = Time::MAX;
-        }
-        if self.eps[ep as usize].poll_timeout().is_some_and(|d| d <= now) {
-            self.eps[ep as usize].on_timeout(now);
-            debug_assert!(
-                self.eps[ep as usize].poll_timeout().is_none_or(|d| d > now),
-                "endpoint {ep} did not advance its deadline in on_timeout (transport contract)"
-            );
-            self.after_input(now, ep);
-            self.ready(now, ep);
-        } else {
-            self.arm(now, ep);
-        }
+        self.nic.qps_of(c)
     }
 
     fn start(&mut self, now: Time, m: u32) {
         self.started += 1;
-        let parts = self.book_start(m, now);
-        let (first, c) = {
-            let c = self.plan.messages[m as usize].conn as usize;
-            (self.conns[c].first_ep, c)
-        };
-        if !self.owns_host(self.plan.conns[c].dst) {
+        self.msgs[m as usize].start = now;
+        let spec = &self.plan.messages[m as usize];
+        let (c, size) = (spec.conn, spec.size);
+        if !self.owns_host(self.plan.conns[c as usize].dst) {
             // The receiving partition learns of it before any of its packets arrive.
             self.started_elsewhere.push(m);
         }
-        let mut offset = 0;
-        for (i, len, seq) in parts {
-            let ep = first + 2 * i;
-            let va = 0x7f00_0000_0000u64 + ((m as u64) << 32) + offset;
-            offset += len;
-            self.eps[ep as usize].post(now, Message { seq, len, va, rkey: m });
-            self.after_input(now, ep);
-            self.ready(now, ep);
-        }
-    }
-
-    /// Records that message `m` starts at `now`: splits it over its connection's QPs
-    /// and numbers each part in its QP's sequence. Returns `(qp, bytes, sequence)`.
-    fn book_start(&mut self, m: u32, now: Time) -> Vec<(u32, u64, u32)> {
-        let spec = &self.plan.messages[m as usize];
-        let (c, size) = (spec.conn as usize, spec.size);
-        let qps = self.conns[c].qps;
-        // A message over several QPs is split evenly, the remainder on the first ones;
-        // a QP whose share is empty carries nothing of it.
-        let parts: Vec<(u32, u64, u32)> = (0..qps)
-            .map(|i| (i, size / qps as u64 + u64::from((i as u64) < size % qps as u64)))
-            .filter(|&(_, len)| len > 0)
-            .map(|(i, len)| {
-                let queue = &mut self.conns[c].msgs[i as usize];
-                queue.push(m);
-                (i, len, queue.len() as u32 - 1)
-            })
-            .collect();
-        let st = &mut self.msgs[m as usize];
-        st.start = now;
-        st.parts_left = parts.len() as u32;
-        st.unacked_parts = parts.len() as u32;
-        parts
+        self.nic.post(now, c, m, size, &mut FabricWire { fabric: &mut self.fabric, q: &mut self.q });
+        self.drain_nic(now);
     }
 
     /// Another partition started message `m`, which this one receives.
     pub(crate) fn started_remotely(&mut self, m: u32) {
-        self.book_start(m, Time::MAX);
+        let spec = &self.plan.messages[m as usize];
+        self.nic.book(spec.conn, m, spec.size);
     }
 
     /// Takes the messages started here that other partitions receive.
@@ -1666,37 +1459,31 @@ impl Sim {
         std::mem::take(&mut self.started_elsewhere)
     }
 
-    /// Drains an endpoint's application events and re-arms its timer.
-    fn after_input(&mut self, now: Time, ep: u32) {
-        while let Some(e) = self.eps[ep as usize].poll_event() {
-            let conn = self.meta[ep as usize].conn as usize;
-            let qp = ((ep - self.conns[conn].first_ep) / 2) as usize;
-            match e {
-                AppEvent::Received { seq } => {
-                    let m = self.conns[conn].msgs[qp][seq as usize];
-                    let st = &mut self.msgs[m as usize];
-                    st.parts_left -= 1;
-                    if st.parts_left == 0 {
-                        st.finish = now;
-                        self.received += 1;
-                        self.done += usize::from(!self.done_when_acked);
-                        self.release_dependents(now, m);
-                    }
+    /// Takes in what the NIC reported: messages received (which may release others)
+    /// and acknowledged, QPs failed.
+    #[inline]
+    fn drain_nic(&mut self, now: Time) {
+        while let Some(o) = self.nic.poll_output() {
+            match o {
+                NicOutput::Received { msg } => {
+                    self.msgs[msg as usize].finish = now;
+                    self.received += 1;
+                    self.done += usize::from(!self.done_when_acked);
+                    self.release_dependents(now, msg);
                 }
-                AppEvent::Acked { seq, retransmitted } => {
-                    let m = self.conns[conn].msgs[qp][seq as usize];
-                    let st = &mut self.msgs[m as usize];
+                NicOutput::Acked { msg, retransmitted, all } => {
+                    let st = &mut self.msgs[msg as usize];
                     st.retransmitted += retransmitted;
-                    st.unacked_parts -= 1;
-                    if st.unacked_parts == 0 {
+                    if all {
                         st.acked = now;
                         self.done += usize::from(self.done_when_acked);
                     }
                 }
-                AppEvent::Failed => self.failed_conns += 1,
+                NicOutput::Failed { .. } => self.failed_conns += 1,
+                // The run posts messages, never raw transport messages.
+                NicOutput::Endpoint { .. } => unreachable!("every connection of a run reports messages"),
             }
         }
-        self.arm(now, ep);
     }
 
     fn release_dependents(&mut self, now: Time, m: u32) {
@@ -1711,92 +1498,28 @@ impl Sim {
             }
         }
     }
+}
 
-    fn arm(&mut self, now: Time, ep: u32) {
-        if let Some(t) = self.eps[ep as usize].poll_timeout() {
-            // A deadline already past fires now; `timer_at` must be the time the event
-            // is really scheduled for, or it would never be recognised and re-armed.
-            let t = t.max(now);
-            let m = &mut self.meta[ep as usize];
-            if t < m.timer_at {
-                m.timer_at = t;
-                self.q.push(t, Event::Timer(ep));
-            }
-        }
+/// The fabric as the NICs' [`Wire`]: frames go onto the hosts' NIC ports, and the NICs'
+/// deadlines into the run's event queue.
+struct FabricWire<'a> {
+    fabric: &'a mut Fabric,
+    q: &'a mut EventQueue<Event>,
+}
+
+impl Wire for FabricWire<'_> {
+    #[inline]
+    fn can_send(&self, host: u32, port: u8, class: TrafficClass, now: Time) -> bool {
+        self.fabric.nic_can_send(host, port, class, now)
     }
 
-    /// Queues `ep` on its ports and serves any that are idle, starting from a
-    /// different port each time: an endpoint on several ports whose window opens by one
-    /// packet sends it on whichever idle port it is offered first. Always offering the
-    /// first port first gave it the lion's share whenever the window, not the ports,
-    /// set the pace (an MRC incast over two planes split its packets 60:40, one plane's
-    /// last hop queued 340 KB while the other's ran dry, and the reordering between
-    /// them cost 20-35 % spurious resends).
-    fn ready(&mut self, now: Time, ep: u32) {
-        let m = self.meta[ep as usize];
-        let nics = self.fabric.nics();
-        if m.ports > 1 {
-            self.meta[ep as usize].offer_first = (m.offer_first + 1) % m.ports;
-        }
-        for k in 0..m.ports {
-            // (offer_first + k) mod ports, without a division on every packet.
-            let i = if m.offer_first + k >= m.ports { m.offer_first + k - m.ports } else { m.offer_first + k };
-            let bit = 1u16 << i;
-            let nic = m.first_port + i;
-            if m.queued & bit == 0 {
-                self.meta[ep as usize].queued |= bit;
-                let q = &mut self.nics[(m.host * nics + nic as u32) as usize];
-                if m.responder {
-                    q.ctrl.push_back(ep);
-                } else {
-                    q.data.push_back(ep);
-                }
-            }
-            if self.fabric.nic_can_send(m.host, nic, TrafficClass::Control, now) {
-                self.serve(now, m.host, nic);
-            }
-        }
+    #[inline]
+    fn send(&mut self, now: Time, host: u32, port: u8, pkt: Packet) {
+        self.fabric.nic_send(now, host, port, pkt, self.q);
     }
 
-    /// NIC port `nic` of `host` is free: send the next packet, responders first.
-    fn serve(&mut self, now: Time, host: u32, nic: u8) {
-        if !self.fabric.nic_can_send(host, nic, TrafficClass::Control, now) {
-            return;
-        }
-        let qi = (host * self.fabric.nics() + nic as u32) as usize;
-        for data in [false, true] {
-            if data && !self.fabric.nic_can_send(host, nic, TrafficClass::Data, now) {
-                return;
-            }
-            let mut budget = if data { self.nics[qi].data.len() } else { self.nics[qi].ctrl.len() };
-            while budget > 0 {
-                budget -= 1;
-                let queue = if data { &mut self.nics[qi].data } else { &mut self.nics[qi].ctrl };
-                let Some(ep) = queue.pop_front() else { break };
-                let bit = 1u16 << (nic - self.meta[ep as usize].first_port);
-                self.meta[ep as usize].queued &= !bit;
-                let poll = self.eps[ep as usize].poll_transmit(now, nic);
-                match poll {
-                    Poll::Send(pkt) => {
-                        self.fabric.nic_send(now, host, nic, pkt, &mut self.q);
-                        // Back of the line: one packet per endpoint per turn.
-                        self.meta[ep as usize].queued |= bit;
-                        let queue = if data { &mut self.nics[qi].data } else { &mut self.nics[qi].ctrl };
-                        queue.push_back(ep);
-                        self.after_input(now, ep);
-                        return;
-                    }
-                    Poll::Wait(t) => {
-                        let m = &mut self.meta[ep as usize];
-                        if t < m.wake_at {
-                            m.wake_at = t;
-                            self.q.push(t, Event::Wake(ep));
-                        }
-                    }
-                    Poll::Idle => {}
-                }
-                self.after_input(now, ep);
-            }
-        }
+    #[inline]
+    fn schedule(&mut self, at: Time, ev: NicEvent) {
+        self.q.push(at, Event::Nic(ev));
     }
 }
