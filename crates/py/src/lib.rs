@@ -222,7 +222,7 @@ fn validate<'py>(py: Python<'py>, text: &str, format: &str) -> PyResult<Bound<'p
     d.set_item("hosts", hosts)?;
     d.set_item("connections", conns)?;
     d.set_item("flows", msgs)?;
-    d.set_item("transport", sc.transport.kind())?;
+    d.set_item("transport", sc.transport.name())?;
     Ok(d)
 }
 

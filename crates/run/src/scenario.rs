@@ -51,7 +51,7 @@ pub struct Scenario {
     pub document: serde_json::Value,
 }
 
-pub use crate::factory::{MprdmaSpec, MrcSpec, StellarSpec, TransportSpec, UdmpSpec};
+pub use crate::factory::{MprdmaSpec, MrcSpec, StellarSpec, TransportKind, TransportSpec, UdmpSpec};
 
 /// What a fault does.
 #[derive(Clone, Debug, PartialEq)]
@@ -462,13 +462,14 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
     let mut r = Reader::new(path, v)?;
     let kind = r.choice("kind", "roce", schema::TRANSPORT_KINDS)?;
     r.documented(&params_for("transport", &kind));
-    let spec = match kind.as_str() {
-        "roce" => TransportSpec::Roce(parse_roce(&mut r, line)?),
-        "qp_scaling" => {
+    let kind = TransportKind::from_name(&kind).expect("choice() only returns allowed kinds");
+    let spec = match kind {
+        TransportKind::Roce => TransportSpec::Roce(parse_roce(&mut r, line)?),
+        TransportKind::QpScaling => {
             let qps = r.int("qps", 4, 1, 256)? as u32;
             TransportSpec::QpScaling { qps, roce: parse_roce(&mut r, line)? }
         }
-        "mprdma" => {
+        TransportKind::Mprdma => {
             let delta = r.int("delta", 64, 1, 1 << 20)? as u32;
             TransportSpec::Mprdma(MprdmaSpec {
                 paths: paths(&mut r, 256)?,
@@ -483,7 +484,7 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
                 },
             })
         }
-        "stellar" => {
+        TransportKind::Stellar => {
             let algo = r.choice("path_algo", "obs", PathAlgo::NAMES)?;
             TransportSpec::Stellar(StellarSpec {
                 paths: paths(&mut r, 128)?,
@@ -496,7 +497,7 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
                 cwnd_max: r.float("cwnd_max", 1.5, 0.1, 100.0)?,
             })
         }
-        "udmp" => {
+        TransportKind::Udmp => {
             let delta = r.opt_int("delta", 1, 1 << 20)?.map(|v| v as u32);
             TransportSpec::Udmp(UdmpSpec {
                 paths: paths(&mut r, 256)?,
@@ -512,7 +513,7 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
                 flow_control: r.bool("flow_control", false)?,
             })
         }
-        "mrc" => {
+        TransportKind::Mrc => {
             let spec = MrcSpec {
                 evs: r.opt_int("evs", 1, 8192)?.map(|n| n as u32),
                 backup: r.opt_int("backup", 0, 4096)?.map(|v| v as u32),
@@ -553,13 +554,12 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
             }
             TransportSpec::Mrc(spec)
         }
-        _ => unreachable!("choice() only returns allowed kinds"),
     };
-    if let Err(e) = r.finish(&params_for("transport", &kind)) {
+    if let Err(e) = r.finish(&params_for("transport", kind.name())) {
         if let Value::Table(t) = v {
             // Without `kind` a table is RoCE; a key of another kind (`evs`, say) says
             // the user meant that one.
-            let own = params_for("transport", &kind);
+            let own = params_for("transport", kind.name());
             let stray = t.keys().find(|k| !own.iter().any(|p| p.key == k.as_str()));
             let other = stray.and_then(|k| {
                 schema::TRANSPORT_KINDS.iter().find(|o| params_for("transport", o).iter().any(|p| p.key == k.as_str()))

@@ -5,6 +5,7 @@
 //! [`Reader`] walks one TOML table, takes keys through their [`Param`], names the full
 //! key path in every error and refuses keys the schema does not know.
 
+use crate::factory::TransportKind;
 use crate::units::{parse_duration, parse_rate, parse_size};
 use crate::ScenarioError;
 use fabricsim_engine::{Dur, Rate};
@@ -77,7 +78,7 @@ const fn c(key: &'static str, default: &'static str, choices: &'static [&'static
 /// Topology kinds.
 pub const TOPOLOGY_KINDS: &[&str] = &["leaf_spine", "fat_tree", "multi_plane"];
 /// Transport kinds.
-pub const TRANSPORT_KINDS: &[&str] = &["roce", "qp_scaling", "mprdma", "stellar", "udmp", "mrc"];
+pub const TRANSPORT_KINDS: &[&str] = TransportKind::NAMES;
 /// Workload kinds.
 pub const WORKLOAD_KINDS: &[&str] = &["flows", "permutation", "incast", "all_to_all", "all_reduce"];
 
@@ -316,12 +317,12 @@ pub const CATALOG: &[Section] = &[
     Section { section: "topology", kind: Some("multi_plane"), doc: "Multi-plane two-tier Clos (MRC): one NIC port per plane, T0 per plane per group, T1 per plane.", params: MULTI_PLANE },
     Section { section: "fabric", kind: None, doc: "Switch behaviour.", params: FABRIC },
     Section { section: "transport", kind: None, doc: "Keys of every transport.", params: TRANSPORT_COMMON },
-    Section { section: "transport", kind: Some("roce"), doc: "RoCEv2 RC: one 5-tuple per QP, go-back-N, DCQCN.", params: ROCE },
-    Section { section: "transport", kind: Some("qp_scaling"), doc: "QP-Scaling: one transfer split over K RoCE QPs, each with its own 5-tuple and DCQCN.", params: QP_SCALING },
-    Section { section: "transport", kind: Some("mprdma"), doc: "MPRDMA (NSDI '18, as the UDMP paper describes it): one window over virtual paths, ACK-clocked on the ACK's path, ECN 1/cwnd increase and -1/2 or halving per marked ACK (ecn_cut), OOO-aware path choice with delta, receiver bitmap with NACK, path exploration.", params: MPRDMA },
-    Section { section: "transport", kind: Some("stellar"), doc: "STELLAR: N-path spraying with one shared window reacting to ECN and RTT, direct placement, 250us RTO, lost packets resent on another path.", params: STELLAR },
-    Section { section: "transport", kind: Some("udmp"), doc: "UDMP: delay-gradient rate control (Algorithm 1) and delay-driven ACK-clocked load balancing (Algorithm 2) joined by a token pool, per-packet ACKs with timestamps, receiver bitmap with NACK, OOO-aware path selection, exploration.", params: UDMP },
-    Section { section: "transport", kind: Some("mrc"), doc: "MRC: per-packet rotation over EV sets split across planes, SACK, trimming with NACK fast retransmit, ECN-driven EV avoidance, EV retirement on untrimmed loss with backups and probing, port-state remapping, reverse EV set. Use it on a lossy fabric (pfc = false) with trimming, and with ECN off on the last hop as the paper deploys it (ecn = { last_hop = false }: marks at a receiver's own port would make the sender avoid healthy EVs).", params: MRC },
+    Section { section: "transport", kind: Some(TransportKind::Roce.name()), doc: "RoCEv2 RC: one 5-tuple per QP, go-back-N, DCQCN.", params: ROCE },
+    Section { section: "transport", kind: Some(TransportKind::QpScaling.name()), doc: "QP-Scaling: one transfer split over K RoCE QPs, each with its own 5-tuple and DCQCN.", params: QP_SCALING },
+    Section { section: "transport", kind: Some(TransportKind::Mprdma.name()), doc: "MPRDMA (NSDI '18, as the UDMP paper describes it): one window over virtual paths, ACK-clocked on the ACK's path, ECN 1/cwnd increase and -1/2 or halving per marked ACK (ecn_cut), OOO-aware path choice with delta, receiver bitmap with NACK, path exploration.", params: MPRDMA },
+    Section { section: "transport", kind: Some(TransportKind::Stellar.name()), doc: "STELLAR: N-path spraying with one shared window reacting to ECN and RTT, direct placement, 250us RTO, lost packets resent on another path.", params: STELLAR },
+    Section { section: "transport", kind: Some(TransportKind::Udmp.name()), doc: "UDMP: delay-gradient rate control (Algorithm 1) and delay-driven ACK-clocked load balancing (Algorithm 2) joined by a token pool, per-packet ACKs with timestamps, receiver bitmap with NACK, OOO-aware path selection, exploration.", params: UDMP },
+    Section { section: "transport", kind: Some(TransportKind::Mrc.name()), doc: "MRC: per-packet rotation over EV sets split across planes, SACK, trimming with NACK fast retransmit, ECN-driven EV avoidance, EV retirement on untrimmed loss with backups and probing, port-state remapping, reverse EV set. Use it on a lossy fabric (pfc = false) with trimming, and with ECN off on the last hop as the paper deploys it (ecn = { last_hop = false }: marks at a receiver's own port would make the sender avoid healthy EVs).", params: MRC },
     Section { section: "transport.dcqcn", kind: None, doc: "DCQCN overrides.", params: DCQCN },
     Section { section: "workload", kind: None, doc: "Keys of every workload.", params: WORKLOAD_COMMON },
     Section { section: "workload", kind: Some("flows"), doc: "An explicit list of flows.", params: W_FLOWS },
@@ -554,5 +555,19 @@ fn toml_key(key: &str) -> std::borrow::Cow<'_, str> {
         key.into()
     } else {
         format!("\"{}\"", key.replace('\\', "\\\\").replace('"', "\\\"")).into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_transport_kind_has_its_section_of_keys() {
+        for kind in TransportKind::ALL {
+            let sections = CATALOG.iter().filter(|s| s.section == "transport" && s.kind == Some(kind.name())).count();
+            assert_eq!(sections, 1, "transport kind {}", kind.name());
+        }
+        assert_eq!(TRANSPORT_KINDS.len(), TransportKind::ALL.len());
     }
 }
