@@ -25,9 +25,19 @@ create_exception!(
     "A scenario that cannot be run; the message names the key and the allowed values."
 );
 
-/// Converts core errors to `ScenarioError` in one place (tokenizers' `ToPyResult`).
+/// Converts core errors to `ScenarioError` in one place (tokenizers' `ToPyResult`):
+/// its message as the core words it, and the key at fault (`key`, empty for a whole
+/// document) and what is wrong with it (`reason`) as attributes, so that no caller
+/// parses the message back.
 fn to_py(e: CoreError) -> PyErr {
-    ScenarioError::new_err(e.to_string())
+    let err = ScenarioError::new_err(e.to_string());
+    Python::attach(|py| {
+        let value = err.value(py);
+        // Setting attributes on a fresh exception instance cannot fail.
+        let _ = value.setattr("key", &e.path);
+        let _ = value.setattr("reason", &e.message);
+    });
+    err
 }
 
 fn parse(text: &str, format: &str, seed: Option<u64>) -> PyResult<Scenario> {

@@ -50,12 +50,22 @@ impl ScenarioError {
     pub fn new(path: &str, message: impl Into<String>) -> ScenarioError {
         ScenarioError { path: path.to_string(), message: message.into() }
     }
+}
 
-    /// An error from a lower layer whose message already starts with the key path.
-    pub fn from_message(text: &str) -> ScenarioError {
-        match text.split_once(": ") {
-            Some((path, message)) if !path.contains(' ') => ScenarioError::new(path, message),
-            _ => ScenarioError::new("", text),
+impl From<fabricsim_fabric::TopologyError> for ScenarioError {
+    fn from(e: fabricsim_fabric::TopologyError) -> ScenarioError {
+        match e {
+            fabricsim_fabric::TopologyError::Invalid { field, message } => {
+                ScenarioError { path: format!("topology.{field}"), message }
+            }
+        }
+    }
+}
+
+impl From<fabricsim_workload::WorkloadError> for ScenarioError {
+    fn from(e: fabricsim_workload::WorkloadError) -> ScenarioError {
+        match e {
+            fabricsim_workload::WorkloadError::Invalid { field, message } => ScenarioError { path: field, message },
         }
     }
 }
