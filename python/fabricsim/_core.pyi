@@ -18,6 +18,9 @@ class ScenarioError(ValueError):
 
 Column = Union[Tuple[str, bytes], List[str]]
 
+#: The result tables a run produces, by name, in the order they are written.
+TABLES: List[str]
+
 def run(text: str, format: str = "toml", seed: Optional[int] = None, progress: bool = False,
         pcap: Optional[str] = None, pcap_path: Optional[str] = None, pcap_snap: int = 65535,
         partitions: Optional[int] = None) -> Dict[str, Any]:
