@@ -92,6 +92,7 @@ fn result_dict<'py>(py: Python<'py>, r: &RunResult, wall: f64, mem: Memory) -> P
     d.set_item("flows", table(py, &r.flows)?)?;
     d.set_item("ports", table(py, &r.ports)?)?;
     d.set_item("collectives", table(py, &r.collectives)?)?;
+    d.set_item("jobs", table(py, &r.jobs)?)?;
     d.set_item("paths", table(py, &r.paths)?)?;
     d.set_item("ev_states", table(py, &r.ev_states)?)?;
     d.set_item("ooo", table(py, &r.ooo)?)?;

@@ -8,6 +8,7 @@
 //! * [`ideal`]: the ideal completion time of a message on an empty fabric.
 //! * [`sim`]: the wired world and its run loop ([`Sim`]).
 //! * [`parallel`]: partitioned runs, the world split over threads in lookahead windows.
+//! * [`plan`]: from the scenario's workloads to the traffic plan (channels per port).
 //! * [`metrics`], [`results`](mod@results): flow, port and collective tables and the summary.
 //!
 //! [`run`] is the one-call entry point the Python binding uses.
@@ -16,6 +17,7 @@ pub mod factory;
 pub mod ideal;
 pub mod metrics;
 pub mod parallel;
+pub mod plan;
 pub mod results;
 pub mod scenario;
 pub mod schema;
@@ -63,6 +65,8 @@ pub struct RunResult {
     pub port_names: Vec<String>,
     /// One row per collective.
     pub collectives: Table,
+    /// One row per job iteration.
+    pub jobs: Table,
     /// Per-path (entropy value) counters of multipath senders.
     pub paths: Table,
     /// Entropy-value state changes over time.
@@ -106,6 +110,7 @@ pub fn results(sim: &mut Sim, ending: Ending) -> RunResult {
         ports: sim.sampler.take_table(),
         port_names: (0..sim.fabric.ports.len() as u32).map(|p| sim.fabric.port_name(p)).collect(),
         collectives: metrics::collective_table(sim),
+        jobs: metrics::job_table(sim),
         paths: metrics::path_table(sim),
         ev_states: metrics::ev_state_table(sim),
         ooo: metrics::ooo_table(sim).0,

@@ -10,7 +10,10 @@ use fabricsim_fabric::{EcnConfig, FabricConfig, LinkParams, PfcConfig, Routing, 
 use fabricsim_transport::mprdma::EcnCut;
 use fabricsim_transport::roce::{DcqcnConfig, RoceConfig};
 use fabricsim_transport::stellar::PathAlgo;
-use fabricsim_workload::{HostSet, WorkloadKind, WorkloadSpec};
+use fabricsim_workload::collectives::MAX_CHANNELS;
+use fabricsim_workload::{
+    Algorithm, CollectiveKind, CollectiveOp, Group, HostSet, Job, JobComm, OnOff, Placement, WorkloadKind, WorkloadSpec,
+};
 use toml::Value;
 
 /// A validated scenario.
@@ -254,16 +257,34 @@ impl Scenario {
             }
         }
         let transport = parse_transport(top.raw("transport").unwrap_or(&empty), links.host_link)?;
-        let Some(w) = top.raw("workload") else {
-            return Err(top.error(
-                "workload",
-                format!(
-                    "is required (a table or array of tables with kind = one of: {})",
-                    schema::WORKLOAD_KINDS.join(", ")
-                ),
-            ));
+        // "none", the documented default, is no jobs.
+        let jobs = top.raw("jobs").filter(|v| !matches!(v, Value::String(s) if s == "none"));
+        let (mut workloads, mut workload_transports) = match (top.raw("workload"), jobs) {
+            (Some(w), _) => parse_workloads(w, links.host_link)?,
+            (None, Some(_)) => (Vec::new(), Vec::new()),
+            (None, None) => {
+                return Err(top.error(
+                    "workload",
+                    format!(
+                        "is required unless there are [[jobs]] (a table or array of tables with kind = one of: {})",
+                        schema::WORKLOAD_KINDS.join(", ")
+                    ),
+                ))
+            }
         };
-        let (workloads, workload_transports) = parse_workloads(w, links.host_link)?;
+        if let Some(jobs) = jobs {
+            let Value::Array(list) = jobs else {
+                return Err(top.error("jobs", "expected an array of tables ([[jobs]])"));
+            };
+            if list.is_empty() {
+                return Err(top.error("jobs", "at least one job is required (or leave the key out)"));
+            }
+            for (j, v) in list.iter().enumerate() {
+                let (spec, t) = parse_job(j, v, links.host_link, stop)?;
+                workloads.push(spec);
+                workload_transports.push(t);
+            }
+        }
         let output = parse_output(top.raw("output").unwrap_or(&empty))?;
         let faults = match top.raw("faults") {
             None => Vec::new(),
@@ -743,18 +764,218 @@ fn parse_workload(i: usize, v: &Value, line: Rate) -> Result<(WorkloadSpec, Opti
             let receiver = r.int("receiver", 0, 0, u32::MAX as i64)? as u32;
             WorkloadKind::Incast { senders, receiver, size }
         }
-        "all_to_all" => WorkloadKind::AllToAll {
-            size: r.required_size("size")?,
-            hosts: parse_hosts(&mut r, "hosts", HostSet::All)?,
-        },
-        "all_reduce" => WorkloadKind::AllReduce {
-            size: r.required_size("size")?,
-            hosts: parse_hosts(&mut r, "hosts", HostSet::All)?,
-        },
-        _ => unreachable!("choice() only returns allowed kinds"),
+        other => {
+            let kind = CollectiveKind::from_name(other).expect("choice() only returns allowed kinds");
+            r.documented(&params_for("workload", other));
+            let hosts = parse_hosts(&mut r, "hosts", HostSet::All)?;
+            WorkloadKind::Collective { hosts, op: parse_collective(&mut r, kind)? }
+        }
     };
     r.finish(&params_for("workload", &kind))?;
     Ok((WorkloadSpec { kind: kind_spec, start }, transport))
+}
+
+/// One `[[jobs]]` entry, as a workload.
+fn parse_job(
+    j: usize,
+    v: &Value,
+    line: Rate,
+    stop: Option<Dur>,
+) -> Result<(WorkloadSpec, Option<TransportSpec>), ScenarioError> {
+    let key = format!("jobs[{j}]");
+    let mut r = Reader::new(key.clone(), v)?;
+    r.documented(&schema::JOBS.iter().collect::<Vec<_>>());
+    let ranks = r
+        .opt_int("ranks", 1, u32::MAX as i64)?
+        .ok_or_else(|| r.error("ranks", "is required (the number of ranks, one per host)"))? as u32;
+    let mut job = Job::new(&key, ranks);
+    job.name = r.string("name", &format!("job{j}"))?;
+    job.hosts = parse_hosts(&mut r, "hosts", HostSet::All)?;
+    job.placement = match r.raw("placement") {
+        None => Placement::Packed,
+        Some(Value::String(s)) => match s.as_str() {
+            "packed" => Placement::Packed,
+            "random" => Placement::Random,
+            "rerank" => Placement::Rerank,
+            other => {
+                return Err(r.error(
+                    "placement",
+                    format!("unknown value \"{other}\" (allowed: {}, or a list of hosts)", Placement::NAMES.join(", ")),
+                ))
+            }
+        },
+        Some(Value::Array(_)) => match parse_hosts(&mut r, "placement", HostSet::All)? {
+            HostSet::List(l) => Placement::List(l),
+            _ => unreachable!("an array is a list"),
+        },
+        Some(_) => {
+            return Err(r.error(
+                "placement",
+                format!("expected one of: {}, or a list of hosts (one per rank)", Placement::NAMES.join(", ")),
+            ))
+        }
+    };
+    job.tp = r.int("tp", 1, 1, 1 << 20)? as u32;
+    job.pp = r.int("pp", 1, 1, 1 << 20)? as u32;
+    job.ep = r.int("ep", 1, 1, 1 << 20)? as u32;
+    job.compute = r.duration("compute")?.unwrap_or(Dur::ZERO);
+    job.jitter = r.float("jitter", 0.0, 0.0, 0.99)?;
+    job.microbatches = r.int("microbatches", 1, 1, 1 << 16)? as u32;
+    job.activation = r.size("activation")?.unwrap_or(0);
+    let start = r.duration("start")?.unwrap_or(Dur::ZERO);
+    let transport = match r.raw("transport") {
+        None => None,
+        Some(t) => Some(parse_transport_at(&format!("{key}.transport"), t, line)?),
+    };
+    job.on_off = match r.raw("on_off") {
+        None => None,
+        Some(t) => {
+            let mut o = Reader::new(format!("{key}.on_off"), t)?;
+            let period = o.duration("period")?.filter(|d| *d > Dur::ZERO).ok_or_else(|| {
+                o.error("period", "is required (a duration longer than 0: a burst starts every period)")
+            })?;
+            let duty = o.float("duty", 0.5, 1e-6, 1.0)?;
+            let bursts = match (o.opt_int("bursts", 1, 1 << 20)?, stop) {
+                (Some(b), _) => b as u32,
+                (None, Some(stop)) => (stop.ps().saturating_sub(start.ps())).div_ceil(period.ps()).max(1) as u32,
+                (None, None) => {
+                    return Err(o.error("bursts", "is required unless the scenario has a stop time (bursts until then)"))
+                }
+            };
+            o.finish(&schema::ON_OFF.iter().collect::<Vec<_>>())?;
+            Some(OnOff { period, duty, bursts })
+        }
+    };
+    job.iterations = match r.opt_int("iterations", 1, 1 << 24)? {
+        Some(i) => Some(i as u32),
+        None if job.on_off.is_some() => None,
+        None => Some(1),
+    };
+    job.slowdown = match r.raw("stragglers") {
+        None => Vec::new(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let mut sr = Reader::new(format!("{key}.stragglers[{i}]"), s)?;
+                let rank =
+                    sr.opt_int("rank", 0, u32::MAX as i64)?.ok_or_else(|| sr.error("rank", "is required (a rank)"))?;
+                let x = sr.float("slowdown", 1.0, 0.01, 1000.0)?;
+                sr.finish(&schema::STRAGGLERS.iter().collect::<Vec<_>>())?;
+                Ok((rank as u32, x))
+            })
+            .collect::<Result<_, ScenarioError>>()?,
+        Some(_) => return Err(r.error("stragglers", "expected an array of tables { rank, slowdown }")),
+    };
+    job.comms = match r.raw("collectives") {
+        None => Vec::new(),
+        Some(Value::Array(a)) => {
+            a.iter().enumerate().map(|(i, c)| parse_job_comm(&key, i, c)).collect::<Result<_, _>>()?
+        }
+        Some(_) => return Err(r.error("collectives", "expected an array of tables ([[jobs.collectives]])")),
+    };
+    r.finish(&schema::JOBS.iter().collect::<Vec<_>>())?;
+    Ok((WorkloadSpec { kind: WorkloadKind::Job(Box::new(job)), start }, transport))
+}
+
+/// One `[[jobs.collectives]]` entry.
+fn parse_job_comm(key: &str, i: usize, v: &Value) -> Result<JobComm, ScenarioError> {
+    let mut r = Reader::new(format!("{key}.collectives[{i}]"), v)?;
+    let group = r.choice("group", "dp", &Group::ALL.map(|g| g.name()))?;
+    let names: Vec<&str> = CollectiveKind::ALL.iter().map(|k| k.name()).collect();
+    let kind_name = r.choice("kind", "", &names)?;
+    let kind = CollectiveKind::from_name(&kind_name).expect("choice() only returns allowed kinds");
+    // The keys of the workload of this kind, but its hosts: the group gives them.
+    let own: Vec<&'static schema::Param> = params_for("workload", &kind_name)
+        .into_iter()
+        .filter(|p| !["kind", "start", "transport", "hosts"].contains(&p.key))
+        .collect();
+    r.documented(&own);
+    let op = parse_collective(&mut r, kind)?;
+    let at = match r.raw("at") {
+        None => vec![1.0],
+        Some(Value::Float(x)) => vec![*x],
+        Some(Value::Integer(x)) => vec![*x as f64],
+        Some(Value::Array(a)) => a
+            .iter()
+            .enumerate()
+            .map(|(k, x)| match x {
+                Value::Float(x) => Ok(*x),
+                Value::Integer(x) => Ok(*x as f64),
+                _ => Err(ScenarioError::new(&format!("{}[{k}]", r.path("at")), "expected a fraction between 0 and 1")),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(r.error("at", "expected a fraction of the compute (0 to 1) or a list of them")),
+    };
+    let blocking = r.bool("blocking", false)?;
+    let allowed: Vec<&schema::Param> = schema::JOB_COLLECTIVES.iter().chain(own).collect();
+    r.finish(&allowed)?;
+    Ok(JobComm { group: Group::from_name(&group).expect("a choice"), op, at, blocking })
+}
+
+/// The operation of a collective workload (or a job's collective): every key but
+/// `hosts`, per the kind's schema.
+pub(crate) fn parse_collective(r: &mut Reader<'_>, kind: CollectiveKind) -> Result<CollectiveOp, ScenarioError> {
+    let mut op = CollectiveOp::new(kind, 0);
+    match kind {
+        CollectiveKind::Barrier => {}
+        CollectiveKind::AllToAllV => op.sizes = parse_size_matrix(r, "sizes")?,
+        _ => op.size = r.required_size("size")?,
+    }
+    if kind.algorithms().len() > 1 {
+        let names: Vec<&str> = kind.algorithms().iter().map(|a| a.name()).collect();
+        let alg = r.choice("algorithm", names[0], &names)?;
+        op.algorithm = Algorithm::from_name(&alg);
+    }
+    if kind == CollectiveKind::Broadcast {
+        op.root = r.int("root", 0, 0, u32::MAX as i64)? as u32;
+    }
+    if kind != CollectiveKind::Barrier {
+        op.channels = r.opt_int("channels", 1, MAX_CHANNELS as i64)?.map(|c| c as u32);
+    }
+    if matches!(
+        kind,
+        CollectiveKind::AllReduce
+            | CollectiveKind::AllGather
+            | CollectiveKind::ReduceScatter
+            | CollectiveKind::Broadcast
+    ) {
+        op.chunk = match r.size("chunk")? {
+            Some(0) => return Err(r.error("chunk", "must be at least 1 byte")),
+            c => c,
+        };
+    }
+    Ok(op)
+}
+
+/// `key`: rows of sizes, one row per sending host (`sizes[i][j]` named in errors).
+fn parse_size_matrix(r: &mut Reader<'_>, key: &'static str) -> Result<Vec<u64>, ScenarioError> {
+    let Some(v) = r.raw(key) else {
+        return Err(r.error(key, "is required (rows of sizes, one row per sending host)"));
+    };
+    let Value::Array(rows) = v else { return Err(r.error(key, "expected an array of rows of sizes")) };
+    let n = rows.len();
+    let mut out = Vec::with_capacity(n * n);
+    for (i, row) in rows.iter().enumerate() {
+        let Value::Array(row) = row else {
+            return Err(ScenarioError::new(&format!("{}[{i}]", r.path(key)), "expected a row (an array of sizes)"));
+        };
+        if row.len() != n {
+            return Err(ScenarioError::new(
+                &format!("{}[{i}]", r.path(key)),
+                format!("has {} sizes; every row needs one per host ({n}, as many as there are rows)", row.len()),
+            ));
+        }
+        for (j, x) in row.iter().enumerate() {
+            let at = || format!("{}[{i}][{j}]", r.path(key));
+            out.push(match x {
+                Value::Integer(b) if *b >= 0 => *b as u64,
+                Value::String(s) => crate::units::parse_size(s).map_err(|m| ScenarioError::new(&at(), m))?,
+                _ => return Err(ScenarioError::new(&at(), "expected a size such as \"64KB\" or a number of bytes")),
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// Most toggles one `link_flap` may make (each is an event and a row of the fault log).

@@ -79,7 +79,18 @@ pub const TOPOLOGY_KINDS: &[&str] = &["leaf_spine", "fat_tree", "multi_plane"];
 /// Transport kinds.
 pub const TRANSPORT_KINDS: &[&str] = &["roce", "qp_scaling", "mprdma", "stellar", "udmp", "mrc"];
 /// Workload kinds.
-pub const WORKLOAD_KINDS: &[&str] = &["flows", "permutation", "incast", "all_to_all", "all_reduce"];
+pub const WORKLOAD_KINDS: &[&str] = &[
+    "flows",
+    "permutation",
+    "incast",
+    "all_to_all",
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "broadcast",
+    "all_to_allv",
+    "barrier",
+];
 
 /// Top-level keys.
 pub const TOP: &[Param] = &[
@@ -91,7 +102,8 @@ pub const TOP: &[Param] = &[
     p("topology", Ty::Table, "", "The fabric's shape and links."),
     p("fabric", Ty::Table, "see [fabric]", "Switch behaviour: buffers, ECN, PFC, trimming, routing."),
     p("transport", Ty::Table, "kind = \"roce\"", "The protocol every connection uses."),
-    p("workload", Ty::List, "", "One table or an array of tables of traffic."),
+    p("workload", Ty::List, "", "One table or an array of tables of traffic (optional with `jobs`)."),
+    p("jobs", Ty::List, "none", "Array of tables: training jobs (ranks on hosts, parallelism groups, iterations of compute and collectives). With jobs, `workload` may be left out."),
     p("faults", Ty::List, "none", "Array of tables: failures and degradations during the run, each at a time."),
     p("output", Ty::Table, "see [output]", "What the run records."),
 ];
@@ -271,11 +283,92 @@ const W_INCAST: &[Param] = &[
     p("senders", Ty::Hosts, "", "A count (chosen at random, seeded) or a list of sending hosts."),
     p("receiver", Ty::Int, "0", "The receiving host."),
 ];
-const W_ALL_TO_ALL: &[Param] =
-    &[p("size", Ty::Size, "", "Bytes per ordered pair."), p("hosts", Ty::Hosts, "all", "Participating hosts.")];
+const CHANNELS_DOC: &str = "Independent instances of the algorithm the buffer is split over, each on its own connections (NCCL's channels); channel c's connections start on NIC port c. auto = one per NIC port a connection leaves unused: the NIC's ports for roce, stellar, mprdma and udmp, ports / qps for qp_scaling, 1 for mrc (which sprays over every port), and never more than the size can fill. 1 to 64.";
+const W_ALL_TO_ALL: &[Param] = &[
+    p("size", Ty::Size, "", "Bytes per ordered pair (nccl-tests' size, in the collectives table, is hosts x this)."),
+    p("hosts", Ty::Hosts, "all", "Participating hosts."),
+    p("channels", Ty::Int, "auto", CHANNELS_DOC),
+];
 const W_ALL_REDUCE: &[Param] = &[
-    p("size", Ty::Size, "", "Buffer per host, at least N bytes; each of the 2(N-1) steps moves size/N (rounded up)."),
-    p("hosts", Ty::Hosts, "all", "Ring members, in ring order."),
+    p("size", Ty::Size, "", "Buffer per host. ring: at least hosts x channels bytes, each of the 2(N-1) steps moving size/(N x channels) per channel (rounded up); tree: each of the two trees carries half of each channel's share."),
+    p("hosts", Ty::Hosts, "all", "Participating hosts, in rank order (the ring's order)."),
+    c("algorithm", "ring", &["ring", "tree", "halving_doubling"], "ring: 2(N-1) steps around the ranks. tree: NCCL's double binary tree, reduce up and broadcast down two trees, pipelined (2 log2 N hops of latency). halving_doubling: Rabenseifner's recursive halving then doubling, 2 log2 N steps (a number of hosts that is not a power of two pairs the extra ranks up first)."),
+    p("channels", Ty::Int, "auto", CHANNELS_DOC),
+    p("chunk", Ty::Size, "auto", "Pipeline piece of ring and tree: each transfer is cut into pieces of at most this many bytes, each moving on as soon as it arrived. auto = whole ring steps, 512KiB tree pieces (NCCL's step)."),
+];
+const W_ALL_GATHER: &[Param] = &[
+    p("size", Ty::Size, "", "The whole gathered buffer (nccl-tests' size): each host contributes size/N."),
+    p("hosts", Ty::Hosts, "all", "Participating hosts, in rank order."),
+    c("algorithm", "ring", &["ring", "halving_doubling"], "ring: N-1 steps of size/N. halving_doubling: recursive doubling, log2 N steps of growing size (a power-of-two number of hosts)."),
+    p("channels", Ty::Int, "auto", CHANNELS_DOC),
+    p("chunk", Ty::Size, "auto", "Pipeline piece of a ring step (auto: whole steps)."),
+];
+const W_REDUCE_SCATTER: &[Param] = &[
+    p("size", Ty::Size, "", "The whole input buffer per host (nccl-tests' size): each host ends with size/N of the sum."),
+    p("hosts", Ty::Hosts, "all", "Participating hosts, in rank order."),
+    c("algorithm", "ring", &["ring", "halving_doubling"], "ring: N-1 steps of size/N. halving_doubling: recursive halving, log2 N steps of shrinking size (a power-of-two number of hosts)."),
+    p("channels", Ty::Int, "auto", CHANNELS_DOC),
+    p("chunk", Ty::Size, "auto", "Pipeline piece of a ring step (auto: whole steps)."),
+];
+const W_BROADCAST: &[Param] = &[
+    p("size", Ty::Size, "", "The root's buffer, sent to every host."),
+    p("hosts", Ty::Hosts, "all", "Participating hosts, in rank order: the chain runs root, root+1, ..."),
+    p("root", Ty::Int, "0", "The rank (index into hosts) that broadcasts."),
+    p("channels", Ty::Int, "auto", CHANNELS_DOC),
+    p("chunk", Ty::Size, "512KiB", "Pipeline piece: each hop forwards a piece as soon as it arrived."),
+];
+const W_ALL_TO_ALLV: &[Param] = &[
+    p("sizes", Ty::List, "", "N rows of N sizes: row i gives the bytes host i sends to each host (0 on the diagonal and for pairs that send nothing)."),
+    p("hosts", Ty::Hosts, "all", "Participating hosts, in rank order (a count or a list of N)."),
+    p("channels", Ty::Int, "auto", CHANNELS_DOC),
+];
+const W_BARRIER: &[Param] = &[p("hosts", Ty::Hosts, "all", "Participating hosts, in rank order.")];
+
+/// `[[jobs]]` keys.
+pub const JOBS: &[Param] = &[
+    p("name", Ty::Str, "\"job<i>\"", "Its name in the results."),
+    p("ranks", Ty::Int, "", "Ranks, one per host (a host is one NIC: model a server's NICs as hosts)."),
+    p("hosts", Ty::Hosts, "all", "The hosts it may be placed on (the pool the placement picks from)."),
+    p("placement", Ty::Choice, "packed", "packed: rank i on the i-th host of the pool. random: a random set of the pool's hosts in random rank order (a fragmented cluster). rerank: the same set as random, ranked in topology order (STELLAR's re-ranking: communicating ranks close). Or a list of hosts, one per rank."),
+    p("tp", Ty::Int, "1", "Tensor-parallel size: ranks r = t + tp (d + dp p) with t the tensor index, innermost (Megatron's order)."),
+    p("pp", Ty::Int, "1", "Pipeline-parallel size (stages, outermost). The data-parallel size is ranks / (tp x pp)."),
+    p("ep", Ty::Int, "1", "Expert-parallel size: each data-parallel group splits into groups of ep consecutive members (must divide the data-parallel size)."),
+    p("iterations", Ty::Int, "1", "Iterations, back to back on each rank (for an on/off job: per burst; auto there = as many as fill duty x period at the job's estimated solo pace)."),
+    p("compute", Ty::Duration, "0us", "Compute per iteration per rank (with pp > 1: all its microbatches, a backward twice a forward)."),
+    p("jitter", Ty::Float, "0.0", "Each rank's compute varies per iteration, uniformly within +- this fraction (seeded)."),
+    p("stragglers", Ty::List, "none", "Array of tables { rank, slowdown }: ranks whose compute takes slowdown times as long (stragglers, slower GPUs)."),
+    p("microbatches", Ty::Int, "1", "With pp > 1: microbatches per iteration (GPipe: all forwards, then all backwards)."),
+    p("activation", Ty::Size, "", "With pp > 1 (required): bytes sent to the next stage after each microbatch's forward and back after its backward."),
+    p("start", Ty::Duration, "0us", "When the job starts."),
+    p("transport", Ty::Table, "the scenario's", "A [transport] table for this job's connections only."),
+    p("on_off", Ty::Table, "none", "Bursts, for a background job (STELLAR Fig. 10): { period, duty = 0.5, bursts }. Burst k starts k periods after the job (or when burst k-1 ends, if later) and runs `iterations` iterations (auto: as many as fill duty x period at the estimated solo pace); bursts defaults to as many as fit before the scenario's stop."),
+    p("collectives", Ty::List, "none", "Array of tables ([[jobs.collectives]]): the collectives each iteration runs."),
+];
+
+/// `[[jobs.collectives]]` keys (besides the keys of the workload of its kind, but hosts).
+pub const JOB_COLLECTIVES: &[Param] = &[
+    c("group", "dp", &["world", "dp", "tp", "pp", "ep"], "The communicators it runs on: one instance per group of this kind each iteration."),
+    c("kind", "", &["all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "all_to_allv", "barrier"], "The collective; its keys (size, algorithm, channels, chunk, root, sizes) are those of the workload of that kind."),
+    p("at", Ty::Float, "1.0", "Fraction of the iteration's compute at which it starts on each rank (after the rank's previous collective of the same group), or a list of fractions: an instance at each (gradient buckets overlapping the backward pass)."),
+    p("blocking", Ty::Bool, "false", "The compute waits for it (a tensor-parallel all-reduce in the forward pass); otherwise only the iteration's end does."),
+];
+
+/// `on_off` keys of a job.
+pub const ON_OFF: &[Param] = &[
+    p("period", Ty::Duration, "", "A burst starts every period."),
+    p(
+        "duty",
+        Ty::Float,
+        "0.5",
+        "The share of a period a burst fills at the job's solo pace (sizes `iterations = auto`).",
+    ),
+    p("bursts", Ty::Int, "auto", "How many bursts; auto = as many as start before the scenario's stop."),
+];
+
+/// `stragglers` entries of a job.
+pub const STRAGGLERS: &[Param] = &[
+    p("rank", Ty::Int, "", "The rank."),
+    p("slowdown", Ty::Float, "1.0", "Its compute takes this many times as long."),
 ];
 
 /// Fault kinds.
@@ -323,8 +416,17 @@ pub const CATALOG: &[Section] = &[
     Section { section: "workload", kind: Some("flows"), doc: "An explicit list of flows.", params: W_FLOWS },
     Section { section: "workload", kind: Some("permutation"), doc: "Every host sends to a distinct random other host.", params: W_PERMUTATION },
     Section { section: "workload", kind: Some("incast"), doc: "N senders to one receiver.", params: W_INCAST },
-    Section { section: "workload", kind: Some("all_to_all"), doc: "Every host to every other.", params: W_ALL_TO_ALL },
-    Section { section: "workload", kind: Some("all_reduce"), doc: "Ring all-reduce in 2(N-1) dependent steps.", params: W_ALL_REDUCE },
+    Section { section: "workload", kind: Some("all_to_all"), doc: "Every host to every other at once (busbw factor (N-1)/N).", params: W_ALL_TO_ALL },
+    Section { section: "workload", kind: Some("all_reduce"), doc: "All-reduce: ring, double binary tree or halving-doubling (busbw factor 2(N-1)/N).", params: W_ALL_REDUCE },
+    Section { section: "workload", kind: Some("all_gather"), doc: "All-gather: ring or recursive doubling (busbw factor (N-1)/N).", params: W_ALL_GATHER },
+    Section { section: "workload", kind: Some("reduce_scatter"), doc: "Reduce-scatter: ring or recursive halving (busbw factor (N-1)/N).", params: W_REDUCE_SCATTER },
+    Section { section: "workload", kind: Some("broadcast"), doc: "Broadcast from a root down a pipelined chain, NCCL's ring broadcast (busbw factor 1).", params: W_BROADCAST },
+    Section { section: "workload", kind: Some("all_to_allv"), doc: "All-to-all with a size per pair (busbw factor (N-1)/N on nccl-tests' size: N x the mean size per pair).", params: W_ALL_TO_ALLV },
+    Section { section: "workload", kind: Some("barrier"), doc: "Dissemination barrier: ceil(log2 N) rounds of 8-byte messages (time only).", params: W_BARRIER },
+    Section { section: "jobs", kind: None, doc: "One [[jobs]] entry: a training job.", params: JOBS },
+    Section { section: "jobs.collectives", kind: None, doc: "One [[jobs.collectives]] entry of a job.", params: JOB_COLLECTIVES },
+    Section { section: "jobs.on_off", kind: None, doc: "A job's bursts.", params: ON_OFF },
+    Section { section: "jobs.stragglers", kind: None, doc: "One straggler of a job.", params: STRAGGLERS },
     Section { section: "faults", kind: None, doc: "One [[faults]] entry. Names (as in ports.parquet): switches leaf[i], spine[i] (leaf_spine), edge[i], agg[i], core[i] (fat_tree), t0[p*groups+g], t1[p*t1_per_plane+k] (multi_plane, plane p); ports <switch>.up[j] (toward higher tiers) and <switch>.down[j] (toward hosts), numbered per switch; host[h].nic[p] for host h's NIC port p. A cable is named by either end's port.", params: FAULTS },
     Section { section: "output", kind: None, doc: "Recording.", params: OUTPUT },
 ];

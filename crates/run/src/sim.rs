@@ -231,6 +231,9 @@ struct ConnState {
 pub struct MsgState {
     deps_left: u32,
     parts_left: u32,
+    /// The earliest it may start given the dependencies received so far: its own
+    /// start, and each received one's time plus its gap (`MessageSpec::after`).
+    ready: Time,
     /// When it was posted (`Time::MAX` if never).
     pub start: Time,
     /// When its last byte was placed (`Time::MAX` if never).
@@ -578,7 +581,8 @@ pub struct Sim {
     /// Message states, indexed by message id.
     pub msgs: Vec<MsgState>,
     dep_start: Vec<u32>,
-    dependents: Vec<u32>,
+    /// `(dependent, gap)`: see `dep_start`.
+    dependents: Vec<(u32, Dur)>,
     received: usize,
     /// Messages this copy started (the watchdog's count of messages under way).
     started: usize,
@@ -670,8 +674,7 @@ impl Sim {
         let max_frame = scenario.mtu as u64 + 200;
         let fabric = Fabric::new(&scenario.topology, &scenario.links, scenario.fabric.clone(), max_frame)
             .map_err(|e| ScenarioError::from_message(&e.to_string()))?;
-        let plan = fabricsim_workload::build(&scenario.workloads, fabric.hosts(), scenario.seed)
-            .map_err(|e| ScenarioError::from_message(&e.to_string()))?;
+        let plan = crate::plan::build(&scenario, &fabric)?;
         let nics_per_host = fabric.nics();
         check_planes(&scenario, nics_per_host)?;
         check_message_sizes(&scenario, &plan.messages)?;
@@ -683,12 +686,13 @@ impl Sim {
             let transport = scenario.transport_of(c.workload);
             let all_ports = factory::uses_all_ports(transport);
             // A single-port connection's QP i uses NIC port (connection + i) mod ports, as
-            // collective libraries spread queue pairs over a multi-rail NIC.
+            // collective libraries spread queue pairs over a multi-rail NIC, or (port + i)
+            // for a connection pinned to a port (a collective's channel).
             let port_of = |qp: u32| -> (u8, u8) {
                 if all_ports {
                     (0, nics_per_host as u8)
                 } else {
-                    (((ci as u32 + qp) % nics_per_host) as u8, 1)
+                    (((c.port.unwrap_or(ci as u32) + qp) % nics_per_host) as u8, 1)
                 }
             };
             // Keyed by workload and position in it: adding a workload or appending a
@@ -798,6 +802,7 @@ impl Sim {
                 MsgState {
                     deps_left: m.deps.len() as u32,
                     parts_left: 0,
+                    ready: Time::ZERO + m.start,
                     start: Time::MAX,
                     finish: Time::MAX,
                     retransmitted: 0,
@@ -816,10 +821,10 @@ impl Sim {
             counts[i] += counts[i - 1];
         }
         let mut fill = counts.clone();
-        let mut dependents = vec![0u32; *counts.last().unwrap() as usize];
+        let mut dependents = vec![(0u32, Dur::ZERO); *counts.last().unwrap() as usize];
         for (i, m) in plan.messages.iter().enumerate() {
-            for &d in &m.deps {
-                dependents[fill[d as usize] as usize] = i as u32;
+            for (k, &d) in m.deps.iter().enumerate() {
+                dependents[fill[d as usize] as usize] = (i as u32, m.gap(k));
                 fill[d as usize] += 1;
             }
         }
@@ -1178,7 +1183,8 @@ impl Sim {
                 self.msgs[m].start = other.msgs[m].start;
                 self.msgs[m].retransmitted = other.msgs[m].retransmitted;
             }
-            if theirs(c.dst) {
+            // A mark is reached where it is released: its sender's partition.
+            if theirs(if spec.is_mark() { c.src } else { c.dst }) {
                 self.msgs[m].finish = other.msgs[m].finish;
             }
         }
@@ -1538,6 +1544,14 @@ impl Sim {
 
     fn start(&mut self, now: Time, m: u32) {
         self.started += 1;
+        if self.plan.messages[m as usize].is_mark() {
+            // A mark (a point of a rank's timeline) is reached as it is released.
+            let st = &mut self.msgs[m as usize];
+            (st.start, st.finish) = (now, now);
+            self.received += 1;
+            self.release_dependents(now, m);
+            return;
+        }
         let parts = self.book_start(m, now);
         let (first, c) = {
             let c = self.plan.messages[m as usize].conn as usize;
@@ -1620,12 +1634,12 @@ impl Sim {
     fn release_dependents(&mut self, now: Time, m: u32) {
         let (a, b) = (self.dep_start[m as usize] as usize, self.dep_start[m as usize + 1] as usize);
         for i in a..b {
-            let d = self.dependents[i];
+            let (d, gap) = self.dependents[i];
             let st = &mut self.msgs[d as usize];
             st.deps_left -= 1;
+            st.ready = st.ready.max(now + gap);
             if st.deps_left == 0 {
-                let at = now.max(Time::ZERO + self.plan.messages[d as usize].start);
-                self.q.push(at, Event::Start(d));
+                self.q.push(st.ready, Event::Start(d));
             }
         }
     }
