@@ -77,3 +77,15 @@ def test_an_unfinished_iteration_is_null():
 def test_bad_jobs_name_the_key(jobs, message):
     with pytest.raises(fabricsim.ScenarioError, match=re.escape(message)):
         fabricsim.run({"topology": LEAF, "jobs": jobs})
+
+
+def test_trace_files_are_read_relative_to_the_scenario_file(tmp_path):
+    (tmp_path / "t.cm").write_text("Nodes 2\nConnections 1\n0->1 id 1 start 2 size 50000\n")
+    sc = tmp_path / "s.toml"
+    sc.write_text('[topology]\nkind = "leaf_spine"\nleaves = 1\nspines = 1\nhosts_per_leaf = 2\n'
+                  '[output]\nplots = false\n[[workload]]\nkind = "htsim"\nfile = "t.cm"\n')
+    r = fabricsim.run(sc)
+    assert list(r.flows["start_ns"]) == [2000]
+    assert fabricsim.validate(str(sc))["flows"] == 1
+    with pytest.raises(fabricsim.ScenarioError, match=r"workload\[0\]\.file: cannot read"):
+        fabricsim.run(sc.read_text())  # as text: relative to the current directory

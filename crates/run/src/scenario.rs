@@ -11,9 +11,12 @@ use fabricsim_transport::mprdma::EcnCut;
 use fabricsim_transport::roce::{DcqcnConfig, RoceConfig};
 use fabricsim_transport::stellar::PathAlgo;
 use fabricsim_workload::collectives::MAX_CHANNELS;
+use fabricsim_workload::traces::chakra;
+use fabricsim_workload::traces::htsim::{self, Failure};
 use fabricsim_workload::{
     Algorithm, CollectiveKind, CollectiveOp, Group, HostSet, Job, JobComm, OnOff, Placement, WorkloadKind, WorkloadSpec,
 };
+use std::path::Path;
 use toml::Value;
 
 /// A validated scenario.
@@ -138,12 +141,19 @@ pub struct OutputSpec {
 }
 
 impl Scenario {
-    /// Parses TOML text.
+    /// Parses TOML text; files it names (traces) are read relative to the current
+    /// directory.
     pub fn from_toml(text: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::from_toml_in(text, Path::new(""))
+    }
+
+    /// Parses TOML text whose relative file names (traces) are relative to `base`
+    /// (the scenario file's folder).
+    pub fn from_toml_in(text: &str, base: &Path) -> Result<Scenario, ScenarioError> {
         let doc: Value = toml::from_str::<toml::Table>(text)
             .map(Value::Table)
             .map_err(|e| ScenarioError::new("", format!("not valid TOML: {}", e.to_string().trim())))?;
-        Scenario::from_value(&doc)
+        Scenario::from_value_in(&doc, base)
     }
 
     /// The transport of workload `w`'s connections.
@@ -179,13 +189,23 @@ impl Scenario {
 
     /// Parses JSON text with the same structure as the TOML format.
     pub fn from_json(text: &str) -> Result<Scenario, ScenarioError> {
-        let doc: Value = serde_json::from_str(text)
-            .map_err(|e| ScenarioError::new("", format!("not a valid scenario object: {e}")))?;
-        Scenario::from_value(&doc)
+        Scenario::from_json_in(text, Path::new(""))
     }
 
-    /// Parses an already-decoded document.
+    /// [`from_json`](Self::from_json) with relative file names relative to `base`.
+    pub fn from_json_in(text: &str, base: &Path) -> Result<Scenario, ScenarioError> {
+        let doc: Value = serde_json::from_str(text)
+            .map_err(|e| ScenarioError::new("", format!("not a valid scenario object: {e}")))?;
+        Scenario::from_value_in(&doc, base)
+    }
+
+    /// Parses an already-decoded document (files relative to the current directory).
     pub fn from_value(doc: &Value) -> Result<Scenario, ScenarioError> {
+        Scenario::from_value_in(doc, Path::new(""))
+    }
+
+    /// Parses an already-decoded document, relative file names relative to `base`.
+    pub fn from_value_in(doc: &Value, base: &Path) -> Result<Scenario, ScenarioError> {
         let mut top = Reader::new("", doc)?;
         top.documented(&schema::TOP.iter().collect::<Vec<_>>());
         let name = top.string("name", "scenario")?;
@@ -259,8 +279,9 @@ impl Scenario {
         let transport = parse_transport(top.raw("transport").unwrap_or(&empty), links.host_link)?;
         // "none", the documented default, is no jobs.
         let jobs = top.raw("jobs").filter(|v| !matches!(v, Value::String(s) if s == "none"));
+        let mut failures: Vec<Vec<Failure>> = Vec::new();
         let (mut workloads, mut workload_transports) = match (top.raw("workload"), jobs) {
-            (Some(w), _) => parse_workloads(w, links.host_link)?,
+            (Some(w), _) => parse_workloads(w, links.host_link, base, &mut failures)?,
             (None, Some(_)) => (Vec::new(), Vec::new()),
             (None, None) => {
                 return Err(top.error(
@@ -283,16 +304,25 @@ impl Scenario {
                 let (spec, t) = parse_job(j, v, links.host_link, stop)?;
                 workloads.push(spec);
                 workload_transports.push(t);
+                failures.push(Vec::new());
             }
         }
         let output = parse_output(top.raw("output").unwrap_or(&empty))?;
-        let faults = match top.raw("faults") {
+        let mut faults: Vec<FaultSpec> = match top.raw("faults") {
             None => Vec::new(),
             Some(Value::Array(a)) => {
                 a.iter().enumerate().map(|(i, f)| parse_fault(i, f, stop)).collect::<Result<_, _>>()?
             }
             Some(_) => return Err(ScenarioError::new("faults", "expected an array of tables ([[faults]])")),
         };
+        // The failure lines of htsim connection matrices: links down from the start.
+        for (w, spec) in workloads.iter_mut().enumerate() {
+            if let WorkloadKind::Dag { source, .. } = &spec.kind {
+                for f in std::mem::take(&mut failures[w]) {
+                    faults.push(htsim_failure(&topology, source, &f)?);
+                }
+            }
+        }
 
         top.finish(&schema::TOP.iter().collect::<Vec<_>>())?;
         let hosts = topology.hosts();
@@ -693,14 +723,27 @@ fn parse_hosts(r: &mut Reader<'_>, key: &'static str, default: HostSet) -> Resul
 
 type Workloads = (Vec<WorkloadSpec>, Vec<Option<TransportSpec>>);
 
-fn parse_workloads(v: &Value, line: Rate) -> Result<Workloads, ScenarioError> {
+fn parse_workloads(
+    v: &Value,
+    line: Rate,
+    base: &Path,
+    failures: &mut Vec<Vec<Failure>>,
+) -> Result<Workloads, ScenarioError> {
     let items: Vec<&Value> = match v {
         Value::Table(_) => vec![v],
         Value::Array(a) if !a.is_empty() => a.iter().collect(),
         Value::Array(_) => return Err(ScenarioError::new("workload", "at least one workload is required")),
         _ => return Err(ScenarioError::new("workload", "expected a table or an array of tables")),
     };
-    items.into_iter().enumerate().map(|(i, w)| parse_workload(i, w, line)).unzip_ok()
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, w)| {
+            let (spec, t, f) = parse_workload(i, w, line, base)?;
+            failures.push(f);
+            Ok((spec, t))
+        })
+        .unzip_ok()
 }
 
 /// `Iterator<Result<(A, B)>>` into `Result<(Vec<A>, Vec<B>)>`.
@@ -721,7 +764,13 @@ impl<I: Iterator<Item = Result<(A, B), ScenarioError>>, A, B> UnzipOk<A, B> for 
     }
 }
 
-fn parse_workload(i: usize, v: &Value, line: Rate) -> Result<(WorkloadSpec, Option<TransportSpec>), ScenarioError> {
+fn parse_workload(
+    i: usize,
+    v: &Value,
+    line: Rate,
+    base: &Path,
+) -> Result<(WorkloadSpec, Option<TransportSpec>, Vec<Failure>), ScenarioError> {
+    let mut failures = Vec::new();
     let mut r = Reader::new(format!("workload[{i}]"), v)?;
     let kind = r.choice("kind", "", schema::WORKLOAD_KINDS)?;
     let start = r.duration("start")?.unwrap_or(Dur::ZERO);
@@ -755,6 +804,75 @@ fn parse_workload(i: usize, v: &Value, line: Rate) -> Result<(WorkloadSpec, Opti
             size: r.required_size("size")?,
             hosts: parse_hosts(&mut r, "hosts", HostSet::All)?,
         },
+        "chakra" => {
+            r.documented(&params_for("workload", "chakra"));
+            let prefix = match r.raw("trace") {
+                Some(Value::String(t)) if !t.trim().is_empty() => t.trim().to_string(),
+                Some(_) => return Err(r.error("trace", "expected a file name prefix such as \"traces/llm\"")),
+                None => return Err(r.error("trace", "is required (the files are <trace>.<rank>.et)")),
+            };
+            let ranks = r.opt_int("ranks", 1, 1 << 20)?.map(|n| n as usize);
+            let per_host = r.int("ranks_per_host", 1, 1, 1 << 10)? as u32;
+            let mut list = Vec::new();
+            for rank in 0.. {
+                if ranks.is_some_and(|n| rank >= n) {
+                    break;
+                }
+                let file = format!("{prefix}.{rank}.et");
+                let path = base.join(&file);
+                let bytes = match std::fs::read(&path) {
+                    Ok(b) => b,
+                    Err(_) if ranks.is_none() && rank > 0 => break,
+                    Err(e) => {
+                        return Err(r.error(
+                            "trace",
+                            format!("cannot read {} (rank {rank}): {}", path.display(), e.to_string().to_lowercase()),
+                        ))
+                    }
+                };
+                let name =
+                    std::path::Path::new(&file).file_name().map_or(file.clone(), |n| n.to_string_lossy().into_owned());
+                let nodes = chakra::parse(&bytes).map_err(|m| r.error("trace", format!("{name}: {m}")))?;
+                list.push((name, nodes));
+            }
+            let servers = (list.len() as u32).div_ceil(per_host);
+            let hosts: Vec<u32> = match parse_hosts(&mut r, "hosts", HostSet::All)? {
+                HostSet::All => (0..servers).collect(),
+                HostSet::List(l) if l.len() as u32 == servers => l,
+                HostSet::List(l) => {
+                    return Err(r.error(
+                        "hosts",
+                        format!(
+                            "lists {} hosts for {} ranks ({per_host} per host: {servers} hosts)",
+                            l.len(),
+                            list.len()
+                        ),
+                    ))
+                }
+                HostSet::Count(_) => return Err(r.error("hosts", "expected a list of hosts")),
+            };
+            let name = r.string("name", &prefix)?;
+            let ranks = list
+                .into_iter()
+                .enumerate()
+                .map(|(rank, (file, nodes))| (file, nodes, hosts[rank / per_host as usize]))
+                .collect();
+            WorkloadKind::Chakra { name, trace: Box::new(chakra::Trace { ranks, key: r.path("trace") }) }
+        }
+        "htsim" => {
+            r.documented(&params_for("workload", "htsim"));
+            let (name, text) = read_file(&mut r, "file", base)?;
+            let cm = htsim::parse(&text).map_err(|m| r.error("file", format!("{name}: {m}")))?;
+            let mut flows = cm.flows;
+            if let Some(map) = parse_node_map(&mut r, cm.nodes)? {
+                for f in &mut flows {
+                    f.src = map[f.src as usize];
+                    f.dst = map[f.dst as usize];
+                }
+            }
+            failures = cm.failures;
+            WorkloadKind::Dag { flows, source: (r.path("file"), name) }
+        }
         "incast" => {
             let size = r.required_size("size")?;
             if r.raw_peek("senders").is_none() {
@@ -772,7 +890,66 @@ fn parse_workload(i: usize, v: &Value, line: Rate) -> Result<(WorkloadSpec, Opti
         }
     };
     r.finish(&params_for("workload", &kind))?;
-    Ok((WorkloadSpec { kind: kind_spec, start }, transport))
+    Ok((WorkloadSpec { kind: kind_spec, start }, transport, failures))
+}
+
+/// Reads the file named by `key`, relative to `base`. Returns its name as written and
+/// its text.
+fn read_file(r: &mut Reader<'_>, key: &'static str, base: &Path) -> Result<(String, String), ScenarioError> {
+    let name = match r.raw(key) {
+        Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
+        Some(_) => return Err(r.error(key, "expected a file name")),
+        None => return Err(r.error(key, "is required (a file name, relative to the scenario's folder)")),
+    };
+    let path = base.join(&name);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| r.error(key, format!("cannot read {}: {}", path.display(), e.to_string().to_lowercase())))?;
+    Ok((name, text))
+}
+
+/// `hosts`: a list mapping the trace's node `i` to host `hosts[i]` (one per node), or
+/// `None` (node `i` is host `i`).
+fn parse_node_map(r: &mut Reader<'_>, nodes: u32) -> Result<Option<Vec<u32>>, ScenarioError> {
+    match parse_hosts(r, "hosts", HostSet::All)? {
+        HostSet::All => Ok(None),
+        HostSet::List(l) if l.len() as u32 == nodes => Ok(Some(l)),
+        HostSet::List(l) => Err(
+            r.error("hosts", format!("maps {} nodes but the file has {nodes} (one host per node, in order)", l.len()))
+        ),
+        HostSet::Count(_) => Err(r.error("hosts", "expected a list of hosts, one per node of the file")),
+    }
+}
+
+/// An htsim `failure` line as a link that is down from the start: `TOR` is a leaf,
+/// edge or T0 switch (the link its `link_id`-th uplink), `AGG` a spine, aggregation or
+/// T1 switch (its `link_id`-th uplink on a fat-tree, downlink otherwise), `CORE` a core
+/// switch (its `link_id`-th downlink).
+fn htsim_failure(topology: &TopologySpec, source: &(String, String), f: &Failure) -> Result<FaultSpec, ScenarioError> {
+    let (tor, agg, core) = match topology {
+        TopologySpec::LeafSpine { .. } => ("leaf", Some(("spine", "down")), None),
+        TopologySpec::FatTree { .. } => ("edge", Some(("agg", "up")), Some("core")),
+        TopologySpec::MultiPlane { .. } => ("t0", Some(("t1", "down")), None),
+    };
+    let name = match f.switch_type.as_str() {
+        "TOR" => format!("{tor}[{}].up[{}]", f.switch_id, f.link_id),
+        "AGG" => {
+            let (s, dir) = agg.expect("every topology has a second tier");
+            format!("{s}[{}].{dir}[{}]", f.switch_id, f.link_id)
+        }
+        _ => match core {
+            Some(c) => format!("{c}[{}].down[{}]", f.switch_id, f.link_id),
+            None => {
+                return Err(ScenarioError::new(
+                    &source.0,
+                    format!(
+                        "{}: line {}, switch_type: CORE has no counterpart in a two-tier topology",
+                        source.1, f.line
+                    ),
+                ))
+            }
+        },
+    };
+    Ok(FaultSpec { at: Dur::ZERO, kind: FaultKind::LinkDown, target: FaultTarget::Link(name) })
 }
 
 /// One `[[jobs]]` entry, as a workload.
@@ -815,6 +992,7 @@ fn parse_job(
             ))
         }
     };
+    job.ranks_per_host = r.int("ranks_per_host", 1, 1, 1 << 10)? as u32;
     job.tp = r.int("tp", 1, 1, 1 << 20)? as u32;
     job.pp = r.int("pp", 1, 1, 1 << 20)? as u32;
     job.ep = r.int("ep", 1, 1, 1 << 20)? as u32;

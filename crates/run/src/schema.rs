@@ -90,6 +90,8 @@ pub const WORKLOAD_KINDS: &[&str] = &[
     "broadcast",
     "all_to_allv",
     "barrier",
+    "htsim",
+    "chakra",
 ];
 
 /// Top-level keys.
@@ -323,12 +325,24 @@ const W_ALL_TO_ALLV: &[Param] = &[
     p("channels", Ty::Int, "auto", CHANNELS_DOC),
 ];
 const W_BARRIER: &[Param] = &[p("hosts", Ty::Hosts, "all", "Participating hosts, in rank order.")];
+const W_CHAKRA: &[Param] = &[
+    p("trace", Ty::Str, "", "The trace's file name prefix, relative to the scenario's folder: rank r is <trace>.<r>.et (Chakra execution trace: length-prefixed protobuf Node records)."),
+    p("ranks", Ty::Int, "auto", "Ranks to read (files <trace>.0.et to <trace>.<ranks-1>.et); auto = every file from rank 0 on."),
+    p("ranks_per_host", Ty::Int, "1", "Ranks sharing each host: consecutive ranks r, r+1, ... on one host, their traffic to each other free (NVLink). A trace taken at N ranks runs on N / ranks_per_host hosts."),
+    p("hosts", Ty::Hosts, "all", "The host of each group of ranks_per_host ranks, in rank order; all: hosts 0, 1, 2, ..."),
+    p("name", Ty::Str, "= trace", "Its name in the jobs table."),
+];
+const W_HTSIM: &[Param] = &[
+    p("file", Ty::Str, "", "An htsim connection matrix (.cm), relative to the scenario's folder: Nodes/Connections/Triggers/Failures headers, `src->dst id N start <us> size <bytes>` flows, oneshot and barrier triggers (send_done_trigger / recv_done_trigger: the flow's receipt), failure lines (links down from the start)."),
+    p("hosts", Ty::Hosts, "all", "The host of each node of the file, in node order; all: node i is host i."),
+];
 
 /// `[[jobs]]` keys.
 pub const JOBS: &[Param] = &[
     p("name", Ty::Str, "\"job<i>\"", "Its name in the results."),
     p("ranks", Ty::Int, "", "Ranks, one per host (a host is one NIC: model a server's NICs as hosts)."),
     p("hosts", Ty::Hosts, "all", "The hosts it may be placed on (the pool the placement picks from)."),
+    p("ranks_per_host", Ty::Int, "1", "Ranks sharing each host (a server's GPUs behind one NIC): consecutive ranks on one host, their traffic to each other (tensor-parallel all-reduces, pipeline transfers) taking no network time."),
     p("placement", Ty::Choice, "packed", "packed: rank i on the i-th host of the pool. random: a random set of the pool's hosts in random rank order (a fragmented cluster). rerank: the same set as random, ranked in topology order (STELLAR's re-ranking: communicating ranks close). Or a list of hosts, one per rank."),
     p("tp", Ty::Int, "1", "Tensor-parallel size: ranks r = t + tp (d + dp p) with t the tensor index, innermost (Megatron's order)."),
     p("pp", Ty::Int, "1", "Pipeline-parallel size (stages, outermost). The data-parallel size is ranks / (tp x pp)."),
@@ -422,6 +436,8 @@ pub const CATALOG: &[Section] = &[
     Section { section: "workload", kind: Some("reduce_scatter"), doc: "Reduce-scatter: ring or recursive halving (busbw factor (N-1)/N).", params: W_REDUCE_SCATTER },
     Section { section: "workload", kind: Some("broadcast"), doc: "Broadcast from a root down a pipelined chain, NCCL's ring broadcast (busbw factor 1).", params: W_BROADCAST },
     Section { section: "workload", kind: Some("all_to_allv"), doc: "All-to-all with a size per pair (busbw factor (N-1)/N on nccl-tests' size: N x the mean size per pair).", params: W_ALL_TO_ALLV },
+    Section { section: "workload", kind: Some("chakra"), doc: "A Chakra execution trace replayed as a job: compute, send/receive and collective nodes with their dependencies (see the README).", params: W_CHAKRA },
+    Section { section: "workload", kind: Some("htsim"), doc: "The flows of an htsim connection matrix, with its triggers as dependencies and its failures as links down (see the README).", params: W_HTSIM },
     Section { section: "workload", kind: Some("barrier"), doc: "Dissemination barrier: ceil(log2 N) rounds of 8-byte messages (time only).", params: W_BARRIER },
     Section { section: "jobs", kind: None, doc: "One [[jobs]] entry: a training job.", params: JOBS },
     Section { section: "jobs.collectives", kind: None, doc: "One [[jobs.collectives]] entry of a job.", params: JOB_COLLECTIVES },

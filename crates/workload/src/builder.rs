@@ -50,6 +50,14 @@ impl Builder {
         m
     }
 
+    /// A transfer between two ranks on one host (NVLink, shared memory): no network,
+    /// done the moment it may start. A mark of `host` at `at` after `deps`.
+    pub(crate) fn local(&mut self, host: u32, at: &TimePoint, deps: &[u32]) -> u32 {
+        let m = self.message(u32::MAX, 0, at, deps, None);
+        self.marks.push((m, host));
+        m
+    }
+
     /// `at` as a point with at most one message term: itself if it has none or one,
     /// else a mark of `host` reached at `at`.
     pub(crate) fn collapse(&mut self, host: u32, at: TimePoint) -> TimePoint {

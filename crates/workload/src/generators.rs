@@ -3,6 +3,7 @@
 use crate::builder::Builder;
 use crate::collectives::{self, CollectiveOp};
 use crate::jobs::{self, Job};
+use crate::traces::{chakra, topological_order, DagFlow};
 use crate::{Plan, TimePoint, WorkloadError};
 use fabricsim_engine::{Dur, Rng};
 
@@ -49,6 +50,22 @@ pub enum WorkloadKind {
     },
     /// A training job (see [`jobs`](crate::jobs)).
     Job(Box<Job>),
+    /// A Chakra execution trace, replayed as a job (see [`chakra`](crate::traces::chakra)).
+    Chakra {
+        /// Its name in the results.
+        name: String,
+        /// Its ranks' nodes and hosts.
+        trace: Box<chakra::Trace>,
+    },
+    /// Flows with dependencies, from a trace file (see [`traces`](crate::traces)),
+    /// in any order.
+    Dag {
+        /// The flows.
+        flows: Vec<DagFlow>,
+        /// The key of the file they come from, and its name, for errors
+        /// (`("workload[0].file", "traffic.cm")`).
+        source: (String, String),
+    },
 }
 
 /// One workload of a scenario.
@@ -187,6 +204,48 @@ pub fn build_with(
                     job: None,
                 };
                 collectives::expand(&mut b, op, &hosts, &entry, &cx)?;
+            }
+            WorkloadKind::Dag { flows, source } => {
+                let bad = |m: String| err(source.0.clone(), format!("{}: {m}", source.1));
+                for f in flows {
+                    for (side, h) in [("src", f.src), ("dst", f.dst)] {
+                        if h >= nhosts {
+                            return Err(bad(format!(
+                                "{}, {side}: host {h} does not exist (hosts are 0..{})",
+                                f.origin,
+                                nhosts - 1
+                            )));
+                        }
+                    }
+                }
+                let order = topological_order(flows).map_err(bad)?;
+                let mut id = vec![u32::MAX; flows.len()];
+                for i in order {
+                    let f = &flows[i as usize];
+                    let mut tp = at.plus(f.start);
+                    for &(d, gap) in &f.deps {
+                        tp.merge(&TimePoint { at: Dur::ZERO, after: vec![(id[d as usize], gap)] });
+                    }
+                    let c = b.conn(f.src, f.dst, None);
+                    id[i as usize] = b.message(c, f.size, &tp, &[], None);
+                }
+            }
+            WorkloadKind::Chakra { name, trace } => {
+                for (r, (file, _, h)) in trace.ranks.iter().enumerate() {
+                    if *h >= nhosts {
+                        return Err(err(
+                            trace.key.clone(),
+                            format!(
+                                "{file}: rank {r} is placed on host {h}, which does not exist (hosts are 0..{})",
+                                nhosts - 1
+                            ),
+                        ));
+                    }
+                }
+                let j = b.plan.jobs.len() as u32;
+                let auto = auto_channels.get(w).copied().unwrap_or(1);
+                let rec = chakra::build(&mut b, trace, j, name, spec.start, auto)?;
+                b.plan.jobs.push(rec);
             }
             WorkloadKind::Job(job) => {
                 let j = b.plan.jobs.len() as u32;

@@ -1,9 +1,10 @@
 //! Training jobs: ranks placed on hosts, parallelism groups, and iterations of compute
 //! and collectives, with stragglers, pipeline stages and on/off bursts.
 //!
-//! A job of `ranks` ranks (one per host: a host is one NIC, so a server with several
-//! NICs is several hosts) is laid out as Megatron lays out its ranks, tensor parallel
-//! innermost: rank `r = t + tp (d + dp p)` has tensor index `t`, data index `d` and
+//! A job of `ranks` ranks (one per host by default: a host is one NIC, so a server
+//! with several NICs is several hosts; `ranks_per_host` puts several ranks behind one
+//! NIC, whose traffic to each other then takes no network time) is laid out as
+//! Megatron lays out its ranks, tensor parallel innermost: rank `r = t + tp (d + dp p)` has tensor index `t`, data index `d` and
 //! pipeline stage `p`; expert-parallel groups split each data-parallel group into
 //! `dp / ep` groups of `ep` consecutive data indices. Each group kind gives the
 //! communicators its collectives run on (`tp`, `dp`, `ep`, `pp`, or the whole `world`).
@@ -138,6 +139,9 @@ pub struct Job {
     pub hosts: HostSet,
     /// How ranks are placed on them.
     pub placement: Placement,
+    /// Ranks sharing each host (a server's GPUs behind one NIC); their traffic to
+    /// each other takes no network time.
+    pub ranks_per_host: u32,
     /// Tensor-parallel size.
     pub tp: u32,
     /// Pipeline-parallel size (stages).
@@ -176,6 +180,7 @@ impl Job {
             ranks,
             hosts: HostSet::All,
             placement: Placement::Packed,
+            ranks_per_host: 1,
             tp: 1,
             pp: 1,
             ep: 1,
@@ -332,38 +337,49 @@ impl Job {
     }
 }
 
-/// The hosts of the job's ranks.
+/// The hosts of the job's ranks: `ranks_per_host` consecutive ranks on each host the
+/// placement picks.
 fn place(job: &Job, nhosts: u32, rng: &mut Rng) -> Result<Vec<u32>, WorkloadError> {
-    if let Placement::List(list) = &job.placement {
-        if list.len() as u32 != job.ranks {
+    let k = job.ranks_per_host.max(1);
+    let servers = job.ranks.div_ceil(k);
+    let chosen = if let Placement::List(list) = &job.placement {
+        if list.len() as u32 != servers {
             return Err(invalid(
                 job.field("placement"),
-                format!("lists {} hosts for {} ranks (one host per rank, in rank order)", list.len(), job.ranks),
+                format!(
+                    "lists {} hosts for {} ranks (one host per {} in rank order)",
+                    list.len(),
+                    job.ranks,
+                    if k == 1 { "rank".to_string() } else { format!("{k} ranks") }
+                ),
             ));
         }
-        return resolve(&HostSet::List(list.clone()), nhosts, &job.field("placement"), rng, false, None);
-    }
-    let pool = resolve(&job.hosts, nhosts, &job.field("hosts"), rng, false, None)?;
-    if job.ranks as usize > pool.len() {
-        return Err(invalid(
-            job.field("ranks"),
-            format!("{} ranks but only {} hosts to place them on (one rank per host)", job.ranks, pool.len()),
-        ));
-    }
-    let n = job.ranks as usize;
-    Ok(match job.placement {
-        Placement::Packed => pool[..n].to_vec(),
-        Placement::Random | Placement::Rerank => {
-            let mut p = pool;
-            rng.shuffle(&mut p);
-            p.truncate(n);
-            if job.placement == Placement::Rerank {
-                p.sort_unstable();
-            }
-            p
+        resolve(&HostSet::List(list.clone()), nhosts, &job.field("placement"), rng, false, None)?
+    } else {
+        let pool = resolve(&job.hosts, nhosts, &job.field("hosts"), rng, false, None)?;
+        if servers as usize > pool.len() {
+            let per = if k == 1 { "one rank per host".to_string() } else { format!("{k} ranks per host") };
+            return Err(invalid(
+                job.field("ranks"),
+                format!("{} ranks but only {} hosts to place them on ({per})", job.ranks, pool.len()),
+            ));
         }
-        Placement::List(_) => unreachable!("handled above"),
-    })
+        let n = servers as usize;
+        match job.placement {
+            Placement::Packed => pool[..n].to_vec(),
+            Placement::Random | Placement::Rerank => {
+                let mut p = pool;
+                rng.shuffle(&mut p);
+                p.truncate(n);
+                if job.placement == Placement::Rerank {
+                    p.sort_unstable();
+                }
+                p
+            }
+            Placement::List(_) => unreachable!("handled above"),
+        }
+    };
+    Ok((0..job.ranks).map(|r| chosen[(r / k) as usize]).collect())
 }
 
 /// The communicator number of group `i` of kind `g` (connections are shared within it).
@@ -549,6 +565,28 @@ impl Iter<'_> {
         Ok(rec)
     }
 
+    /// A pipeline transfer of the job's activation from host `from` to `to` at `at`
+    /// (free between two ranks of one host).
+    #[allow(clippy::too_many_arguments)]
+    fn transfer(
+        &self,
+        b: &mut Builder,
+        comm: u32,
+        from: u32,
+        to: u32,
+        lane: u32,
+        at: &TimePoint,
+        rec: &mut IterationRecord,
+    ) -> u32 {
+        if from == to {
+            return b.local(from, at, &[]);
+        }
+        let c = b.shared_conn(comm, from, to, lane, None);
+        let m = b.message(c, self.job.activation, at, &[], None);
+        rec.transfers.push(m);
+        m
+    }
+
     /// An iteration through pipeline stages (GPipe), collectives at points of each
     /// rank's sequence of forward and backward microbatch computations.
     fn pipelined(&self, b: &mut Builder, starts: &[TimePoint]) -> Result<IterationRecord, WorkloadError> {
@@ -578,10 +616,7 @@ impl Iter<'_> {
                     act[s] = None;
                     if s + 1 < pp {
                         let to = self.hosts[stages[s + 1] as usize];
-                        let c = b.shared_conn(comm, self.hosts[r], to, 0, None);
-                        let m = b.message(c, job.activation, &done[s], &[], None);
-                        rec.transfers.push(m);
-                        act[s + 1] = Some(m);
+                        act[s + 1] = Some(self.transfer(b, comm, self.hosts[r], to, 0, &done[s], &mut rec));
                     }
                 }
             }
@@ -599,10 +634,7 @@ impl Iter<'_> {
                     grad[s] = None;
                     if s > 0 {
                         let to = self.hosts[stages[s - 1] as usize];
-                        let c = b.shared_conn(comm, self.hosts[r], to, 1, None);
-                        let m = b.message(c, job.activation, &done[s], &[], None);
-                        rec.transfers.push(m);
-                        grad[s - 1] = Some(m);
+                        grad[s - 1] = Some(self.transfer(b, comm, self.hosts[r], to, 1, &done[s], &mut rec));
                     }
                 }
             }

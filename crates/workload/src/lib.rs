@@ -20,6 +20,8 @@
 //!   chunks, with nccl-tests' bus-bandwidth factors.
 //! * [`jobs`]: training jobs: placement, parallelism groups, iterations of compute
 //!   and collectives, stragglers, pipeline stages, on/off bursts.
+//! * [`traces`]: htsim connection matrices (and Chakra execution traces) as flows with
+//!   dependencies.
 //! * [`timepoint`](TimePoint): the time algebra dependencies are written in.
 //!
 //! The layer knows only host indices; it never sees the fabric.
@@ -29,6 +31,7 @@ pub mod collectives;
 mod generators;
 pub mod jobs;
 mod timepoint;
+pub mod traces;
 
 pub use collectives::{Algorithm, CollectiveKind, CollectiveOp};
 pub use generators::{build, build_with, HostSet, WorkloadKind, WorkloadSpec};

@@ -515,6 +515,15 @@ impl Emit<'_> {
     /// tells apart the connections of one pair and channel (the two trees of a double
     /// binary tree).
     fn send_lane(&mut self, channel: u32, lane: u32, from: usize, to: usize, size: u64, deps: &[u32]) -> u32 {
+        if self.hosts[from] == self.hosts[to] {
+            // Two ranks of one host: no network (a transfer over NVLink takes no time
+            // here); keyed apart from real connections by the sending rank.
+            let m = self.b.local(self.hosts[from], &self.entry[from], deps);
+            let key = u32::MAX - from as u32;
+            self.into[to].insert(key, m);
+            self.out_of[from].insert(key, m);
+            return m;
+        }
         // One channel keeps the connection's port to its number, as before channels.
         let port = (self.channels > 1).then_some(channel);
         let conn = self.b.shared_conn(self.comm, self.hosts[from], self.hosts[to], lane, port);
