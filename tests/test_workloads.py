@@ -89,3 +89,16 @@ def test_trace_files_are_read_relative_to_the_scenario_file(tmp_path):
     assert fabricsim.validate(str(sc))["flows"] == 1
     with pytest.raises(fabricsim.ScenarioError, match=r"workload\[0\]\.file: cannot read"):
         fabricsim.run(sc.read_text())  # as text: relative to the current directory
+
+
+def test_a_traffic_mix_gives_slowdown_by_size(tmp_path):
+    r = fabricsim.run({"topology": LEAF, "output": {"sample_interval": "0us"},
+                       "workload": {"kind": "poisson", "cdf": "fb_hadoop", "load": 0.4, "duration": "1ms"}})
+    dec = fabricsim.slowdown_by_size(r.flows)
+    assert dec["flows"].sum() == len(r.flows) == r.summary["flows"]["total"]
+    assert [b["flows"] for b in r.summary["slowdown_by_size"]] == list(dec["flows"])
+    equal = fabricsim.slowdown_by_size(r.flows, bins=10)
+    assert len(equal) == 10 and equal["flows"].max() - equal["flows"].min() <= 1
+    assert (equal["min_bytes"].diff().dropna() >= 0).all()
+    out = r.save(tmp_path / "out")
+    assert (out / "fct_slowdown.png").exists()

@@ -536,7 +536,8 @@ pub fn summary(sim: &Sim, ending: Ending) -> Value {
         "trims": tot.trims,
         "flows": { "total": flows.len(), "finished": finished.len(), "unfinished": flows.len() - finished.len() },
         "fct_ns": distribution(fct),
-        "slowdown": distribution(slow),
+        "slowdown": distribution(slow.clone()),
+        "slowdown_by_size": slowdown_by_size(sim, &finished, &slow),
         "bytes_delivered": ep.bytes_placed,
         // Posted messages only: a run that stops early never posts some.
         "bytes_offered": sim.plan.messages.iter().zip(&sim.msgs).filter(|(_, st)| st.start != Time::MAX).map(|(m, _)| m.size).sum::<u64>(),
@@ -559,6 +560,44 @@ pub fn summary(sim: &Sim, ending: Ending) -> Value {
         "packet_slot_bytes": fabricsim_fabric::Pool::slot_bytes(),
         "scenario": sc.document,
     })
+}
+
+/// Upper edges of the flow-size buckets of `slowdown_by_size`, bytes (the last is open).
+pub const SIZE_BUCKETS: [u64; 5] = [1_000, 10_000, 100_000, 1_000_000, 10_000_000];
+
+/// FCT slowdown of the finished flows `flows` (with their slowdowns `slow`) by flow
+/// size, in decades: the plot HPCC's and Parsimon's evaluations draw. Empty buckets
+/// are left out.
+fn slowdown_by_size(sim: &Sim, flows: &[usize], slow: &[f64]) -> Vec<Value> {
+    let mut buckets: Vec<Vec<f64>> = vec![Vec::new(); SIZE_BUCKETS.len() + 1];
+    for (&i, &s) in flows.iter().zip(slow) {
+        let size = sim.plan.messages[i].size;
+        buckets[SIZE_BUCKETS.partition_point(|&e| e < size)].push(s);
+    }
+    let word = |b: u64| match b {
+        b if b >= 1_000_000 => format!("{}MB", b / 1_000_000),
+        b => format!("{}KB", b / 1_000),
+    };
+    buckets
+        .into_iter()
+        .enumerate()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(k, mut v)| {
+            let lo = if k == 0 { 0 } else { SIZE_BUCKETS[k - 1] };
+            let hi = SIZE_BUCKETS.get(k).copied();
+            v.sort_by(|a, b| a.partial_cmp(b).expect("no NaN"));
+            json!({
+                "bucket": match hi { Some(h) if k == 0 => format!("<={}", word(h)), Some(h) => format!("{}-{}", word(lo), word(h)), None => format!(">{}", word(lo)) },
+                "min_bytes": lo + u64::from(k > 0),
+                "max_bytes": hi,
+                "flows": v.len(),
+                "mean": v.iter().sum::<f64>() / v.len() as f64,
+                "p50": percentile(&v, 50.0),
+                "p95": percentile(&v, 95.0),
+                "p99": percentile(&v, 99.0),
+            })
+        })
+        .collect()
 }
 
 /// Per job: its iterations and their mean step time and exposed communication (over

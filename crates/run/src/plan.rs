@@ -8,7 +8,7 @@
 use crate::factory::{self, TransportSpec};
 use crate::{Scenario, ScenarioError};
 use fabricsim_fabric::Fabric;
-use fabricsim_workload::{Pace, Plan, WorkloadKind};
+use fabricsim_workload::{HostSet, Pace, Plan, WorkloadKind};
 
 /// Bytes of plan and run state per message: its spec and dependencies, its state,
 /// and the result columns (measured on ring all-reduces and jobs: 150-250).
@@ -27,11 +27,28 @@ pub(crate) fn build(sc: &Scenario, fabric: &Fabric) -> Result<Plan, ScenarioErro
     let mut workloads = sc.workloads.clone();
     let mut messages = 0u64;
     for (w, spec) in workloads.iter_mut().enumerate() {
-        if let WorkloadKind::Job(job) = &mut spec.kind {
-            job.pace = Some(pace);
-            let n = job.message_count(auto[w]);
-            messages += n;
-            check_memory(messages, &format!("{}.iterations", job.key), n)?;
+        match &mut spec.kind {
+            WorkloadKind::Job(job) => {
+                job.pace = Some(pace);
+                let n = job.message_count(auto[w]);
+                messages += n;
+                check_memory(messages, &format!("{}.iterations", job.key), n)?;
+            }
+            WorkloadKind::Poisson { hosts, mix } => {
+                mix.link_bps = sc.links.host_link.bps();
+                let senders = match (&mix.groups[..], hosts) {
+                    ([], HostSet::All) => fabric.hosts() as u64,
+                    ([], HostSet::Count(n)) => *n as u64,
+                    ([], HostSet::List(l)) => l.len() as u64,
+                    (groups, _) => groups.iter().map(|g| g.len() as u64).sum(),
+                };
+                // Each flow is a connection too: its endpoints' state with the message.
+                let n = mix.flows_at_most(senders);
+                let per = factory::state_bytes(sc.transport_of(w as u32), 1).0 / BYTES_PER_MESSAGE + 1;
+                messages += n * per;
+                check_memory(messages, &format!("workload[{w}].duration"), n * per)?;
+            }
+            _ => {}
         }
     }
     fabricsim_workload::build_with(&workloads, fabric.hosts(), sc.seed, &auto)

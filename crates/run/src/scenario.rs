@@ -11,6 +11,7 @@ use fabricsim_transport::mprdma::EcnCut;
 use fabricsim_transport::roce::{DcqcnConfig, RoceConfig};
 use fabricsim_transport::stellar::PathAlgo;
 use fabricsim_workload::collectives::MAX_CHANNELS;
+use fabricsim_workload::mix::{PoissonMix, SizeCdf, BUNDLED};
 use fabricsim_workload::traces::chakra;
 use fabricsim_workload::traces::htsim::{self, Failure};
 use fabricsim_workload::{
@@ -804,6 +805,69 @@ fn parse_workload(
             size: r.required_size("size")?,
             hosts: parse_hosts(&mut r, "hosts", HostSet::All)?,
         },
+        "poisson" => {
+            let cdf = match r.raw("cdf") {
+                Some(Value::String(name)) => match SizeCdf::bundled(name.trim()) {
+                    Some(c) => c,
+                    None if name.contains('.') || name.contains('/') => {
+                        let (file, text) = read_file(&mut r, "cdf", base)?;
+                        SizeCdf::from_csv(&text).map_err(|m| r.error("cdf", format!("{file}: {m}")))?
+                    }
+                    None => {
+                        let names: Vec<&str> = BUNDLED.iter().map(|b| b.0).collect();
+                        return Err(r.error(
+                            "cdf",
+                            format!("unknown value \"{name}\" (allowed: {}, or a CSV file name)", names.join(", ")),
+                        ));
+                    }
+                },
+                Some(_) => return Err(r.error("cdf", "expected a distribution name or a CSV file name")),
+                None => {
+                    let names: Vec<&str> = BUNDLED.iter().map(|b| b.0).collect();
+                    return Err(r.error("cdf", format!("is required (one of: {}, or a CSV file)", names.join(", "))));
+                }
+            };
+            if r.raw_peek("load").is_none() {
+                return Err(r.error("load", "is required (the share of each host link to offer, e.g. 0.5)"));
+            }
+            let load = r.float("load", 0.5, 1e-6, 1.0)?;
+            let duration = r
+                .duration("duration")?
+                .filter(|d| *d > Dur::ZERO)
+                .ok_or_else(|| r.error("duration", "is required (flows arrive for this long, e.g. \"10ms\")"))?;
+            let hosts = parse_hosts(&mut r, "hosts", HostSet::All)?;
+            let groups = match r.raw("groups") {
+                None => Vec::new(),
+                Some(Value::Array(gs)) => {
+                    let mut out = Vec::new();
+                    for (g, v) in gs.iter().enumerate() {
+                        let Value::Array(list) = v else {
+                            return Err(ScenarioError::new(
+                                &format!("{}[{g}]", r.path("groups")),
+                                "expected a list of hosts",
+                            ));
+                        };
+                        let mut members = Vec::new();
+                        for (k, h) in list.iter().enumerate() {
+                            match h {
+                                Value::Integer(h) if *h >= 0 && *h <= u32::MAX as i64 => members.push(*h as u32),
+                                _ => {
+                                    return Err(ScenarioError::new(
+                                        &format!("{}[{g}][{k}]", r.path("groups")),
+                                        "expected a host index (integer >= 0)",
+                                    ))
+                                }
+                            }
+                        }
+                        out.push(members);
+                    }
+                    out
+                }
+                Some(Value::String(w)) if w == "none" => Vec::new(),
+                Some(_) => return Err(r.error("groups", "expected a list of lists of hosts")),
+            };
+            WorkloadKind::Poisson { hosts, mix: PoissonMix { cdf, load, duration, groups, link_bps: 0 } }
+        }
         "chakra" => {
             r.documented(&params_for("workload", "chakra"));
             let prefix = match r.raw("trace") {

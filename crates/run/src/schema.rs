@@ -92,6 +92,7 @@ pub const WORKLOAD_KINDS: &[&str] = &[
     "barrier",
     "htsim",
     "chakra",
+    "poisson",
 ];
 
 /// Top-level keys.
@@ -325,6 +326,13 @@ const W_ALL_TO_ALLV: &[Param] = &[
     p("channels", Ty::Int, "auto", CHANNELS_DOC),
 ];
 const W_BARRIER: &[Param] = &[p("hosts", Ty::Hosts, "all", "Participating hosts, in rank order.")];
+const W_POISSON: &[Param] = &[
+    p("cdf", Ty::Str, "", "Flow sizes: websearch (DCTCP's web search), fb_hadoop (Facebook Hadoop) or alistorage (Alibaba storage 2019), the distributions of HPCC's and Parsimon's evaluations; or a CSV file (relative to the scenario's folder) of points `bytes,cumulative percent` (or fractions), interpolated linearly."),
+    p("load", Ty::Float, "", "The share of each sending host's link it offers on average (0 to 1): flows start as a Poisson process of rate load x link rate / (8 x mean size)."),
+    p("duration", Ty::Duration, "", "Flows start during this long after the workload's start."),
+    p("hosts", Ty::Hosts, "all", "Senders and receivers: each flow goes to a uniformly random other one."),
+    p("groups", Ty::List, "none", "Lists of hosts that send only within their list (instead of hosts), e.g. [[0, 1, 2, 3], [4, 5, 6, 7]]."),
+];
 const W_CHAKRA: &[Param] = &[
     p("trace", Ty::Str, "", "The trace's file name prefix, relative to the scenario's folder: rank r is <trace>.<r>.et (Chakra execution trace: length-prefixed protobuf Node records)."),
     p("ranks", Ty::Int, "auto", "Ranks to read (files <trace>.0.et to <trace>.<ranks-1>.et); auto = every file from rank 0 on."),
@@ -436,6 +444,7 @@ pub const CATALOG: &[Section] = &[
     Section { section: "workload", kind: Some("reduce_scatter"), doc: "Reduce-scatter: ring or recursive halving (busbw factor (N-1)/N).", params: W_REDUCE_SCATTER },
     Section { section: "workload", kind: Some("broadcast"), doc: "Broadcast from a root down a pipelined chain, NCCL's ring broadcast (busbw factor 1).", params: W_BROADCAST },
     Section { section: "workload", kind: Some("all_to_allv"), doc: "All-to-all with a size per pair (busbw factor (N-1)/N on nccl-tests' size: N x the mean size per pair).", params: W_ALL_TO_ALLV },
+    Section { section: "workload", kind: Some("poisson"), doc: "A datacenter traffic mix: Poisson arrivals at a target load, sizes from a CDF; the summary reports FCT slowdown by flow size.", params: W_POISSON },
     Section { section: "workload", kind: Some("chakra"), doc: "A Chakra execution trace replayed as a job: compute, send/receive and collective nodes with their dependencies (see the README).", params: W_CHAKRA },
     Section { section: "workload", kind: Some("htsim"), doc: "The flows of an htsim connection matrix, with its triggers as dependencies and its failures as links down (see the README).", params: W_HTSIM },
     Section { section: "workload", kind: Some("barrier"), doc: "Dissemination barrier: ceil(log2 N) rounds of 8-byte messages (time only).", params: W_BARRIER },

@@ -3,6 +3,7 @@
 use crate::builder::Builder;
 use crate::collectives::{self, CollectiveOp};
 use crate::jobs::{self, Job};
+use crate::mix::PoissonMix;
 use crate::traces::{chakra, topological_order, DagFlow};
 use crate::{Plan, TimePoint, WorkloadError};
 use fabricsim_engine::{Dur, Rng};
@@ -50,6 +51,14 @@ pub enum WorkloadKind {
     },
     /// A training job (see [`jobs`](crate::jobs)).
     Job(Box<Job>),
+    /// Flows arriving as a Poisson process at a target load, sizes from a CDF (see
+    /// [`mix`](crate::mix)), among `hosts` (or within the mix's groups).
+    Poisson {
+        /// The senders and receivers (unless the mix has groups).
+        hosts: HostSet,
+        /// The mix.
+        mix: PoissonMix,
+    },
     /// A Chakra execution trace, replayed as a job (see [`chakra`](crate::traces::chakra)).
     Chakra {
         /// Its name in the results.
@@ -228,6 +237,27 @@ pub fn build_with(
                     }
                     let c = b.conn(f.src, f.dst, None);
                     id[i as usize] = b.message(c, f.size, &tp, &[], None);
+                }
+            }
+            WorkloadKind::Poisson { hosts, mix } => {
+                let hosts = resolve(hosts, nhosts, &f("hosts"), &mut rng, false, None)?;
+                for (g, members) in mix.groups.iter().enumerate() {
+                    resolve(
+                        &HostSet::List(members.clone()),
+                        nhosts,
+                        &format!("workload[{w}].groups[{g}]"),
+                        &mut rng,
+                        false,
+                        None,
+                    )?;
+                }
+                if mix.groups.is_empty() && hosts.len() < 2 {
+                    return Err(err(f("hosts"), "a traffic mix needs at least 2 hosts"));
+                }
+                debug_assert!(mix.link_bps > 0, "the run sets the link rate");
+                for (src, dst, size, start) in mix.flows(&hosts, seed, w as u64, &format!("workload[{w}]"))? {
+                    let c = b.conn(src, dst, None);
+                    b.message(c, size, &at.plus(start), &[], None);
                 }
             }
             WorkloadKind::Chakra { name, trace } => {

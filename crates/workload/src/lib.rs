@@ -20,6 +20,8 @@
 //!   chunks, with nccl-tests' bus-bandwidth factors.
 //! * [`jobs`]: training jobs: placement, parallelism groups, iterations of compute
 //!   and collectives, stragglers, pipeline stages, on/off bursts.
+//! * [`mix`]: Poisson flow arrivals with sizes from a CDF (WebSearch, FB Hadoop,
+//!   AliStorage, or a user's) at a target load.
 //! * [`traces`]: htsim connection matrices (and Chakra execution traces) as flows with
 //!   dependencies.
 //! * [`timepoint`](TimePoint): the time algebra dependencies are written in.
@@ -30,6 +32,7 @@ mod builder;
 pub mod collectives;
 mod generators;
 pub mod jobs;
+pub mod mix;
 mod timepoint;
 pub mod traces;
 
