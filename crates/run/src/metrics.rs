@@ -627,6 +627,8 @@ fn job_summary(sim: &Sim) -> Vec<Value> {
                 "ranks": rec.hosts.len(),
                 "iterations": rec.iterations.len(),
                 "finished_iterations": rows.len(),
+                "startup_ns": rec.startup.as_ns(),
+                "dma_blocks": rec.blocks,
                 "step_ns_mean": mean(step),
                 "exposed_comm_ns_mean": mean(exposed),
             })

@@ -12,6 +12,7 @@ use fabricsim_transport::roce::{DcqcnConfig, RoceConfig};
 use fabricsim_transport::stellar::PathAlgo;
 use fabricsim_workload::collectives::MAX_CHANNELS;
 use fabricsim_workload::mix::{PoissonMix, SizeCdf, BUNDLED};
+use fabricsim_workload::startup::{Device, Pinning, Startup};
 use fabricsim_workload::traces::chakra;
 use fabricsim_workload::traces::htsim::{self, Failure};
 use fabricsim_workload::{
@@ -1088,6 +1089,10 @@ fn parse_job(
             Some(OnOff { period, duty, bursts })
         }
     };
+    job.startup = match r.raw("startup") {
+        None => None,
+        Some(t) => Some(parse_startup(&format!("{key}.startup"), t)?),
+    };
     job.iterations = match r.opt_int("iterations", 1, 1 << 24)? {
         Some(i) => Some(i as u32),
         None if job.on_off.is_some() => None,
@@ -1118,6 +1123,88 @@ fn parse_job(
     };
     r.finish(&schema::JOBS.iter().collect::<Vec<_>>())?;
     Ok((WorkloadSpec { kind: WorkloadKind::Job(Box::new(job)), start }, transport))
+}
+
+/// A job's `startup` table.
+fn parse_startup(path: &str, v: &Value) -> Result<Startup, ScenarioError> {
+    let mut r = Reader::new(path, v)?;
+    r.documented(&schema::STARTUP.iter().collect::<Vec<_>>());
+    let d = Startup::default();
+    let pinning = match r.choice("pinning", "pvdma", &["none", "pin_all", "pvdma"])?.as_str() {
+        "none" => Pinning::None,
+        "pin_all" => Pinning::PinAll,
+        _ => Pinning::Pvdma,
+    };
+    let device = match r.choice("device", "none", &["none", "vf", "vstellar"])?.as_str() {
+        "vf" => Device::Vf,
+        "vstellar" => Device::Vstellar,
+        _ => Device::None,
+    };
+    let memory = r.size("memory")?.unwrap_or(d.memory);
+    let doorbell = match r.raw("doorbell") {
+        None => None,
+        Some(Value::String(s)) if s == "shm" => None,
+        Some(Value::String(s)) => Some(parse_address(s).ok_or_else(|| {
+            r.error(
+                "doorbell",
+                format!("expected \"shm\" or a guest-physical address such as \"0x7f000000\", got \"{s}\""),
+            )
+        })?),
+        Some(Value::Integer(a)) if *a >= 0 => Some(*a as u64),
+        Some(_) => return Err(r.error("doorbell", "expected \"shm\" or a guest-physical address")),
+    };
+    let regions = match r.raw("regions") {
+        None => Vec::new(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .enumerate()
+            .map(|(i, x)| {
+                let mut g = Reader::new(format!("{path}.regions[{i}]"), x)?;
+                let gpa = match g.raw("gpa") {
+                    Some(Value::String(s)) => parse_address(s),
+                    Some(Value::Integer(a)) if *a >= 0 => Some(*a as u64),
+                    _ => None,
+                }
+                .ok_or_else(|| g.error("gpa", "is required (a guest-physical address such as \"0x40000000\")"))?;
+                let size = g.required_size("size")?;
+                g.finish(&[&key_doc("gpa"), &key_doc("size")])?;
+                Ok((gpa, size))
+            })
+            .collect::<Result<_, ScenarioError>>()?,
+        Some(Value::String(w)) if w == "auto" => Vec::new(),
+        Some(_) => return Err(r.error("regions", "expected an array of tables { gpa, size }")),
+    };
+    let dur =
+        |r: &mut Reader<'_>, k: &'static str, d: Dur| -> Result<Dur, ScenarioError> { Ok(r.duration(k)?.unwrap_or(d)) };
+    let s = Startup {
+        pinning,
+        device,
+        memory,
+        boot: dur(&mut r, "boot", d.boot)?,
+        hypervisor_per_gb: dur(&mut r, "hypervisor_per_gb", d.hypervisor_per_gb)?,
+        pin_per_gb: dur(&mut r, "pin_per_gb", d.pin_per_gb)?,
+        map_miss: dur(&mut r, "map_miss", d.map_miss)?,
+        map_cache: r.int("map_cache", d.map_cache as i64, 1, 1 << 40)? as u64,
+        vstellar_create: dur(&mut r, "vstellar_create", d.vstellar_create)?,
+        vstellar_max: r.int("vstellar_max", d.vstellar_max as i64, 1, u32::MAX as i64)? as u32,
+        max_vfs: r.int("max_vfs", d.max_vfs as i64, 0, 1 << 16)? as u32,
+        bdfs_per_switch: r.int("bdfs_per_switch", d.bdfs_per_switch as i64, 1, 1 << 16)? as u32,
+        bdfs_per_vf: r.int("bdfs_per_vf", d.bdfs_per_vf as i64, 1, 1 << 16)? as u32,
+        containers_per_host: r.opt_int("containers_per_host", 1, 1 << 24)?.map(|c| c as u32),
+        doorbell,
+        regions,
+    };
+    r.finish(&schema::STARTUP.iter().collect::<Vec<_>>())?;
+    Ok(s)
+}
+
+/// `0x...` hexadecimal or a decimal address.
+fn parse_address(s: &str) -> Option<u64> {
+    let s = s.trim();
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(&h.replace('_', ""), 16).ok(),
+        None => s.parse().ok(),
+    }
 }
 
 /// One `[[jobs.collectives]]` entry.

@@ -365,6 +365,27 @@ pub const JOBS: &[Param] = &[
     p("transport", Ty::Table, "the scenario's", "A [transport] table for this job's connections only."),
     p("on_off", Ty::Table, "none", "Bursts, for a background job (STELLAR Fig. 10): { period, duty = 0.5, bursts }. Burst k starts k periods after the job (or when burst k-1 ends, if later) and runs `iterations` iterations (auto: as many as fill duty x period at the estimated solo pace); bursts defaults to as many as fit before the scenario's stop."),
     p("collectives", Ty::List, "none", "Array of tables ([[jobs.collectives]]): the collectives each iteration runs."),
+    p("startup", Ty::Table, "none", "The start-up of its ranks' secure containers before the first iteration ([jobs.startup]): memory registration (STELLAR's PVDMA or pin-all) and virtual devices."),
+];
+
+/// `[jobs.startup]` keys.
+pub const STARTUP: &[Param] = &[
+    c("pinning", "pvdma", &["none", "pin_all", "pvdma"], "pin_all: the hypervisor pins all of the container's memory at boot. pvdma: nothing at boot; the first DMA to each 2 MiB block pins it through the map cache (the blocks of the job's buffers, charged before the first iteration). none: no start-up cost."),
+    c("device", "none", &["none", "vf", "vstellar"], "The container's RDMA device: an SR-IOV VF (checked against the VF count and the PCIe switch's BDF lookup table) or a vSTELLAR device (1.5 s to create, up to 64k per host)."),
+    p("memory", Ty::Size, "16GB", "Memory of each rank's container."),
+    p("boot", Ty::Duration, "6s", "Container boot without pinning (fitted to STELLAR Fig. 6: PVDMA under 20 s at every size)."),
+    p("hypervisor_per_gb", Ty::Duration, "7.64ms", "Hypervisor time per GB of memory, pinned or not (Fig. 6: 11 s more at 1.6 TB than at 160 GB)."),
+    p("pin_per_gb", Ty::Duration, "232ms", "IOMMU pinning time per GB (fitted: pin-all start-up of a 1.6 TB container 390 s)."),
+    p("map_miss", Ty::Duration, "25us", "PVDMA's cost per block beyond pinning it: the trap to the hypervisor and the map cache update (fabricsim's)."),
+    p("map_cache", Ty::Int, "65536", "2 MiB blocks the map cache holds (128 GiB; fabricsim's). A job touching more re-pins every block every iteration."),
+    p("vstellar_create", Ty::Duration, "1.5s", "Time to create a vSTELLAR device (STELLAR section 4)."),
+    p("vstellar_max", Ty::Int, "65536", "vSTELLAR devices per host at most (STELLAR: 64k)."),
+    p("max_vfs", Ty::Int, "16", "VFs per NIC at most (SR-IOV; fabricsim's)."),
+    p("bdfs_per_switch", Ty::Int, "32", "BDF entries of the PCIe switch's lookup table (STELLAR section 3)."),
+    p("bdfs_per_vf", Ty::Int, "4", "Entries a GPU-direct VF takes (fabricsim's reading of the paper's 32 entries for at most 8 VFs per NIC)."),
+    p("containers_per_host", Ty::Int, "auto", "Containers on each of the job's hosts, each with its own device; auto = the ranks of all jobs placed there."),
+    p("doorbell", Ty::Str, "shm", "Where the device's doorbell page is mapped: \"shm\" (virtio shared memory, STELLAR's fix) or a guest-physical address; with pvdma, an address inside a 2 MiB block of a DMA region is refused (Fig. 5)."),
+    p("regions", Ty::List, "auto", "DMA regions [{ gpa, size }]; auto = the job's buffers (each collective's send and receive buffers, pipeline activations, NCCL's 4 MiB staging buffers per channel) laid out from 4 GiB."),
 ];
 
 /// `[[jobs.collectives]]` keys (besides the keys of the workload of its kind, but hosts).
@@ -450,6 +471,7 @@ pub const CATALOG: &[Section] = &[
     Section { section: "workload", kind: Some("barrier"), doc: "Dissemination barrier: ceil(log2 N) rounds of 8-byte messages (time only).", params: W_BARRIER },
     Section { section: "jobs", kind: None, doc: "One [[jobs]] entry: a training job.", params: JOBS },
     Section { section: "jobs.collectives", kind: None, doc: "One [[jobs.collectives]] entry of a job.", params: JOB_COLLECTIVES },
+    Section { section: "jobs.startup", kind: None, doc: "A job's container start-up (STELLAR section 5).", params: STARTUP },
     Section { section: "jobs.on_off", kind: None, doc: "A job's bursts.", params: ON_OFF },
     Section { section: "jobs.stragglers", kind: None, doc: "One straggler of a job.", params: STRAGGLERS },
     Section { section: "faults", kind: None, doc: "One [[faults]] entry. Names (as in ports.parquet): switches leaf[i], spine[i] (leaf_spine), edge[i], agg[i], core[i] (fat_tree), t0[p*groups+g], t1[p*t1_per_plane+k] (multi_plane, plane p); ports <switch>.up[j] (toward higher tiers) and <switch>.down[j] (toward hosts), numbered per switch; host[h].nic[p] for host h's NIC port p. A cable is named by either end's port.", params: FAULTS },

@@ -213,3 +213,68 @@ fn bad_jobs_are_refused_with_the_key_named() {
     assert!(err("[[jobs]]\nranks = 4\nstragglers = [{ rank = 9, slowdown = 2 }]")
         .starts_with("jobs[0].stragglers[0].rank: rank 9 does not exist"));
 }
+
+/// A 4-rank job whose containers start with `startup` (TOML keys of [jobs.startup]).
+fn started(startup: &str, extra: &str) -> String {
+    leaf(&format!(
+        "[[jobs]]\nranks = 4\niterations = 2\ncompute = \"100us\"\n{extra}\n[jobs.startup]\n{startup}\n\
+         [[jobs.collectives]]\nkind = \"all_reduce\"\nsize = \"64MB\"\nchannels = 1"
+    ))
+}
+
+fn startup_s(r: &RunResult) -> f64 {
+    r.summary["jobs"][0]["startup_ns"].as_f64().unwrap() / 1e9
+}
+
+#[test]
+fn containers_start_in_seconds_with_pvdma_and_minutes_with_pin_all() {
+    // STELLAR Fig. 6: start-up against container memory.
+    let mut pv = Vec::new();
+    let mut all = Vec::new();
+    for mem in ["16GB", "160GB", "1.6TB"] {
+        let (_, p) = run(&started(&format!("pinning = \"pvdma\"\nmemory = \"{mem}\""), ""));
+        let (_, a) = run(&started(&format!("pinning = \"pin_all\"\nmemory = \"{mem}\""), ""));
+        // The first iteration starts once the containers are up.
+        assert_eq!(col_i64_of(&p.jobs, "start_ns")[0] as f64 / 1e9, startup_s(&p));
+        pv.push(startup_s(&p));
+        all.push(startup_s(&a));
+    }
+    assert!(pv.iter().all(|&s| s < 20.0), "PVDMA under 20 s at every size: {pv:?}");
+    assert!((all[2] - 390.0).abs() < 2.0, "pin-all of 1.6 TB about 390 s: {all:?}");
+    // Measured 9.8, 44.3, 389.4 s: boot and hypervisor time, then pinning at 232 ms/GB.
+    assert!(all[1] > 4.0 * all[0] && all[2] > 8.0 * all[1], "pin-all grows with memory: {all:?}");
+    let ratio = all[2] / pv[2];
+    assert!((15.0..25.0).contains(&ratio), "up to 15-20x faster: {ratio}");
+    // Each rank registers its 64 MB buffers twice and NCCL's staging: a few dozen blocks.
+    let (_, p) = run(&started("pinning = \"pvdma\"", ""));
+    let blocks = p.summary["jobs"][0]["dma_blocks"].as_u64().unwrap();
+    assert_eq!(blocks, 2 * 64_000_000u64.div_ceil(2 << 20) + 4);
+}
+
+#[test]
+fn a_map_cache_too_small_repins_every_iteration() {
+    let (_, fits) = run(&started("pinning = \"pvdma\"", ""));
+    let (_, thrash) = run(&started("pinning = \"pvdma\"\nmap_cache = 8", ""));
+    let (f, t) = (col_u64(&fits.jobs, "compute_ns"), col_u64(&thrash.jobs, "compute_ns"));
+    // 66 blocks of about 0.51 ms each, every iteration.
+    assert!(t[1] > f[1] + 30_000_000, "{t:?} against {f:?}");
+}
+
+#[test]
+fn the_doorbell_hazard_and_device_capacity_are_refused_by_name() {
+    let err = |toml: String| fabricsim_run::Sim::new(scenario(&toml)).err().expect("refused").to_string();
+    let e = err(started("doorbell = \"0x100001000\"", ""));
+    assert!(e.starts_with("jobs[0].startup.doorbell: the doorbell page at 0x100001000 lies in"), "{e}");
+    assert!(fabricsim_run::Sim::new(scenario(&started("doorbell = \"shm\"", ""))).is_ok());
+    let e = err(started("device = \"vf\"\ncontainers_per_host = 40", ""));
+    assert!(e.starts_with("jobs[0].startup.device: host 0 would hold 40 containers"), "{e}");
+    assert!(e.contains("at most 8 fit"), "{e}");
+    // Nine ranks per host need nine VFs; vSTELLAR devices share one BDF.
+    let (_, ok) = run(&started("device = \"vstellar\"\npinning = \"none\"", "ranks_per_host = 4"));
+    assert_eq!(startup_s(&ok), 1.5, "a vSTELLAR device is created in 1.5 s");
+    let e = err(leaf(
+        "[[jobs]]\nranks = 9\nranks_per_host = 9\n[jobs.startup]\ndevice = \"vf\"\n\
+         [[jobs.collectives]]\nkind = \"barrier\"",
+    ));
+    assert!(e.contains("host 0 would hold 9 containers"), "{e}");
+}

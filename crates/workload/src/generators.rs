@@ -286,6 +286,7 @@ pub fn build_with(
         }
         b.finish(nhosts);
     }
+    check_devices(workloads, &b.plan)?;
     for (i, m) in b.plan.messages.iter().enumerate() {
         // Every message moves a byte at least (sizes are checked as they are read);
         // the empty ones are marks.
@@ -293,6 +294,38 @@ pub fn build_with(
         debug_assert!((m.conn as usize) < b.plan.conns.len(), "every message and mark has a connection");
     }
     Ok(b.plan)
+}
+
+/// Refuses more containers on a host than its virtual devices allow: every rank of
+/// every job is a container, and a job that models its devices must fit beside the
+/// others on its hosts (or the count it gives).
+fn check_devices(workloads: &[WorkloadSpec], plan: &Plan) -> Result<(), WorkloadError> {
+    let mut per_host: std::collections::BTreeMap<u32, u32> = std::collections::BTreeMap::new();
+    for rec in &plan.jobs {
+        for &h in &rec.hosts {
+            *per_host.entry(h).or_default() += 1;
+        }
+    }
+    let jobs = workloads.iter().filter_map(|w| match &w.kind {
+        WorkloadKind::Job(j) => Some(j),
+        _ => None,
+    });
+    for (job, rec) in
+        jobs.zip(plan.jobs.iter().filter(|r| matches!(workloads[r.workload as usize].kind, WorkloadKind::Job(_))))
+    {
+        let Some(s) = &job.startup else { continue };
+        let Some((cap, why)) = s.capacity() else { continue };
+        for &h in &rec.hosts {
+            let n = s.containers_per_host.unwrap_or(per_host[&h]);
+            if n > cap {
+                return Err(err(
+                    format!("{}.startup.device", job.key),
+                    format!("host {h} would hold {n} containers: {why}"),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A uniformly random permutation of `0..n` without fixed points (rejection sampling:

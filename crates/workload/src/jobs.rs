@@ -33,6 +33,7 @@
 use crate::builder::Builder;
 use crate::collectives::{self, CollectiveOp, Ctx};
 use crate::generators::{resolve, HostSet};
+use crate::startup::{Cost, Startup};
 use crate::{invalid, IterationRecord, JobRecord, TimePoint, WorkloadError};
 use fabricsim_engine::{Dur, Rng};
 
@@ -164,8 +165,8 @@ pub struct Job {
     pub activation: u64,
     /// Bursts, for an on/off background job.
     pub on_off: Option<OnOff>,
-    /// Each rank's start-up before its first iteration (memory registration).
-    pub startup: Dur,
+    /// Its containers' start-up (memory registration, virtual devices), if modelled.
+    pub startup: Option<Startup>,
     /// For sizing bursts (set by the run).
     pub pace: Option<Pace>,
 }
@@ -192,7 +193,7 @@ impl Job {
             microbatches: 1,
             activation: 0,
             on_off: None,
-            startup: Dur::ZERO,
+            startup: None,
             pace: None,
         }
     }
@@ -316,6 +317,24 @@ impl Job {
         per_iter * self.iterations.unwrap_or(8) as u64 * self.on_off.map_or(1, |o| o.bursts as u64)
     }
 
+    /// The buffers each rank registers for DMA, bytes: every collective's send and
+    /// receive buffers (nccl-tests' size), the pipeline's activations both ways, and
+    /// NCCL's staging buffers (4 MiB per channel, each way, per collective).
+    pub fn dma_buffers(&self, auto_channels: u32) -> Vec<u64> {
+        let mut out = Vec::new();
+        for c in &self.comms {
+            let n = self.group_size(c.group);
+            let size = c.op.nccl_size(n);
+            out.extend([size, size]);
+            let ch = collectives::channels(&c.op, auto_channels, n) as u64;
+            out.push(2 * ch * (4 << 20));
+        }
+        if self.pp > 1 {
+            out.extend([self.activation, self.activation]);
+        }
+        out
+    }
+
     /// Iterations per burst: given, or as many as fill `duty` of a period at the
     /// estimated solo pace (at least one).
     fn iterations_per_burst(&self) -> u32 {
@@ -414,8 +433,23 @@ pub(crate) fn build(
     events.sort_by(|a, b| a.0.total_cmp(&b.0));
     let per_burst = job.iterations_per_burst();
     let bursts = job.on_off.map_or(1, |o| o.bursts);
-    let first = start + job.startup;
-    let mut rec = JobRecord { name: job.name.clone(), workload: w, hosts: hosts.clone(), iterations: Vec::new() };
+    let cost = match &job.startup {
+        Some(s) => {
+            let regions = s.layout(&job.dma_buffers(auto_channels));
+            s.check_doorbell(&regions, &job.field("startup"))?;
+            s.cost(&regions)
+        }
+        None => Cost::default(),
+    };
+    let first = start + cost.startup;
+    let mut rec = JobRecord {
+        name: job.name.clone(),
+        workload: w,
+        hosts: hosts.clone(),
+        iterations: Vec::new(),
+        startup: cost.startup,
+        blocks: cost.blocks,
+    };
     let mut t: Vec<TimePoint> = vec![TimePoint::at(first); n];
     let mut iteration = 0u32;
     for burst in 0..bursts {
@@ -431,7 +465,7 @@ pub(crate) fn build(
                         let mut jr = Rng::stream(seed, &[0x10B5, w as u64, iteration as u64, r as u64]);
                         x *= 1.0 + job.jitter * (2.0 * jr.unit() - 1.0);
                     }
-                    Dur::from_ps((job.compute.ps() as f64 * x).round() as u64)
+                    Dur::from_ps((job.compute.ps() as f64 * x).round() as u64) + cost.per_iteration
                 })
                 .collect();
             let cx = Iter {

@@ -22,6 +22,8 @@
 //!   and collectives, stragglers, pipeline stages, on/off bursts.
 //! * [`mix`]: Poisson flow arrivals with sizes from a CDF (WebSearch, FB Hadoop,
 //!   AliStorage, or a user's) at a target load.
+//! * [`startup`]: job start-up in secure containers (STELLAR's PVDMA against pin-all,
+//!   the doorbell hazard, SR-IOV VFs against vSTELLAR devices).
 //! * [`traces`]: htsim connection matrices (and Chakra execution traces) as flows with
 //!   dependencies.
 //! * [`timepoint`](TimePoint): the time algebra dependencies are written in.
@@ -33,6 +35,7 @@ pub mod collectives;
 mod generators;
 pub mod jobs;
 pub mod mix;
+pub mod startup;
 mod timepoint;
 pub mod traces;
 
@@ -154,6 +157,10 @@ pub struct JobRecord {
     pub hosts: Vec<u32>,
     /// Its iterations, in order.
     pub iterations: Vec<IterationRecord>,
+    /// Its ranks' start-up before the first iteration.
+    pub startup: Dur,
+    /// The 2 MiB blocks each rank registers for DMA.
+    pub blocks: u64,
 }
 
 /// Everything the run needs to know about the traffic.

@@ -542,5 +542,5 @@ pub(crate) fn build(
         })
         .max()
         .unwrap_or(Dur::ZERO);
-    Ok(JobRecord { name: name.to_string(), workload: b.workload, hosts, iterations: vec![rec] })
+    Ok(JobRecord { name: name.to_string(), workload: b.workload, hosts, iterations: vec![rec], ..JobRecord::default() })
 }
