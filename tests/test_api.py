@@ -74,7 +74,7 @@ def test_an_unfinished_flow_has_null_times():
 
 @pytest.mark.parametrize("change,message", [
     (("hosts_per_leaf = 4", "hosts_per_leaf = 0"), "topology.hosts_per_leaf: must be between 1 and"),
-    (('kind = "permutation"', 'kind = "broadcast"'), 'workload[0].kind: unknown value "broadcast" (allowed: flows, permutation, incast, all_to_all, all_reduce)'),
+    (('kind = "permutation"', 'kind = "gossip"'), 'workload[0].kind: unknown value "gossip" (allowed: flows, permutation, incast, all_to_all, all_reduce, all_gather, reduce_scatter, broadcast, all_to_allv, barrier'),
     (('size = "200KB"', 'size = "lots"'), 'workload[0].size: expected a size such as "8MB"'),
     (("[output]", "[output]\nsparkle = true"), "output.sparkle: unknown key (allowed here: sample_interval, plots, fct_at)"),
 ])
@@ -177,7 +177,7 @@ def test_save_writes_every_file_atomically(tmp_path, small_toml):
     r = fabricsim.run(small_toml)
     out = r.save(tmp_path / "out")
     names = sorted(p.name for p in out.iterdir())
-    tables = ["collectives", "connections", "ev_states", "faults", "flows", "ooo", "paths", "ports", "throughput"]
+    tables = ["collectives", "connections", "ev_states", "faults", "flows", "jobs", "ooo", "paths", "ports", "throughput"]
     plots = ["fct_cdf.png", "queues.png", "throughput.png", "throughput_time.png"]
     assert names == sorted([f"{t}.parquet" for t in tables] + plots + ["scenario.toml", "summary.json"])
     pd.testing.assert_frame_equal(pd.read_parquet(out / "flows.parquet"), r.flows)

@@ -79,3 +79,60 @@ def test_best_rtt_piles_onto_few_paths_while_spraying_finishes_sooner():
         assert fct[("best_rtt", 128)] > 1.5 * fct[("obs", 128)], (seed, fct)
         assert qmax[("best_rtt", 128)] > 1.8 * qmax[("obs", 128)], (seed, qmax)
         assert used[("best_rtt", 128)] < 0.3 * used[("obs", 128)], (seed, used)
+
+
+@pytest.fixture(scope="module")
+def fig10():
+    """Foreground busbw beside background all-reduce jobs (Fig. 10), per algorithm,
+    paths and background, seeds 1-2."""
+    return {(seed, bg, algo, paths): stellar.foreground_busbw(
+                fabricsim.run(stellar.background_jobs(paths, algo, bg, seed=seed)))
+            for seed in (1, 2) for bg in ("none", "static", "bursty") for algo in ("obs", "rr") for paths in (4, 128)}
+
+
+def test_128_paths_keep_an_all_reduce_fast_beside_background_jobs(fig10):
+    # Fig. 10a/b: with 4 paths the jobs' flows collide on the spine links; 128 paths
+    # spread them. Measured (seeds 1, 2; static / bursty): 4 paths 46-58 / 53-66 Gb/s,
+    # 128 paths 64-67 / 70-71, alone 70-75.
+    b = fig10
+    for seed in (1, 2):
+        for algo in ("obs", "rr"):
+            for bg in ("static", "bursty"):
+                assert b[(seed, bg, algo, 128)] > 1.05 * b[(seed, bg, algo, 4)], (seed, bg, algo, b)
+            assert b[(seed, "static", algo, 128)] > 0.8 * b[(seed, "none", algo, 128)], b
+            # The bursty background costs less than the static one.
+            assert b[(seed, "bursty", algo, 128)] > b[(seed, "static", algo, 128)], b
+
+
+@pytest.mark.xfail(strict=True, reason="OBS and RR are within 1 Gb/s of each other under bursty background "
+                                       "(70.3-70.4 against 70.2-70.8 Gb/s at 128 paths, seeds 1-2): fabricsim's STELLAR "
+                                       "window does not interact with the pseudo-random order as the paper's CC does")
+def test_obs_is_more_resilient_than_rr_to_bursty_background(fig10):
+    b = fig10
+    assert all(b[(s, "bursty", "obs", 128)] > 1.02 * b[(s, "bursty", "rr", 128)] for s in (1, 2)), b
+
+
+def test_re_ranking_speeds_training_up_and_hides_the_transport():
+    # Fig. 16: under random ranking the data-parallel ring crosses the oversubscribed
+    # spines at most hops and STELLAR's spraying gains much; re-ranked, little is left
+    # to gain. Measured (seeds 1-3): RoCE / STELLAR step 5.25 / 5.35 ms re-ranked,
+    # 11.6-15.6 / 8.8-11.6 ms random: STELLAR -2 % re-ranked, +20-35 % random
+    # (paper: +0.7 %, +6 % on average, up to +14 %).
+    for seed in (1, 2):
+        t = {(tr, p): stellar.step_time(fabricsim.run(stellar.training_job(tr, p, seed=seed)))
+             for tr in ("roce", "stellar") for p in ("rerank", "random")}
+        assert t[("roce", "rerank")] < 0.6 * t[("roce", "random")], (seed, t)
+        assert t[("stellar", "rerank")] < 0.8 * t[("stellar", "random")], (seed, t)
+        gain_rerank = t[("roce", "rerank")] / t[("stellar", "rerank")]
+        gain_random = t[("roce", "random")] / t[("stellar", "random")]
+        assert gain_random > 1.1 and gain_random > gain_rerank + 0.1, (seed, t)
+        assert abs(gain_rerank - 1) < 0.05, (seed, t)
+
+
+def test_pvdma_starts_containers_in_seconds_where_pin_all_takes_minutes():
+    # Fig. 6 (the model's defaults are fitted to its 390 s and under-20 s figures).
+    pv = [stellar.startup_seconds(fabricsim.run(stellar.startup(m, "pvdma"))) for m in ("16GB", "160GB", "1.6TB")]
+    pa = [stellar.startup_seconds(fabricsim.run(stellar.startup(m, "pin_all"))) for m in ("16GB", "160GB", "1.6TB")]
+    assert max(pv) < 20 and 10 < pv[2] - pv[0] < 13, pv
+    assert 380 < pa[2] < 400 and pa[0] < pa[1] < pa[2], pa
+    assert pa[2] / pv[2] > 15, (pa, pv)

@@ -125,7 +125,31 @@ def tables(imb, drop, ar, algos) -> None:
     print(md(algos.groupby(["size", "paths", "algo"])[cols].mean().round(1)))
 
 
+def jobs_tables() -> None:
+    """Fig. 10, 16 and 6 (from background.csv, placement.csv, startup.csv), when run."""
+    if (RES / "background.csv").exists():
+        bg = pd.read_csv(RES / "background.csv")
+        print("## background: foreground busbw (Gb/s), mean [min-max] over seeds")
+        g = bg.groupby(["background", "algo", "paths"])["busbw_gbps"].agg(["mean", "min", "max"])
+        print(md(g.apply(lambda r: f"{r['mean']:.1f} [{r['min']:.1f}-{r['max']:.1f}]", axis=1).unstack("paths")))
+    if (RES / "placement.csv").exists():
+        pl = pd.read_csv(RES / "placement.csv")
+        print("## placement: step time (us), mean over seeds")
+        t = pl.groupby(["placement", "transport"])["step_us"].mean().unstack("transport").round(0)
+        t["stellar_gain"] = (t["roce"] / t["stellar"]).round(3)
+        print(md(t))
+    if (RES / "startup.csv").exists():
+        st = pd.read_csv(RES / "startup.csv")
+        print("## startup (s)")
+        t = st.pivot(index="memory", columns="pinning", values="startup_s").round(1)
+        t["ratio"] = (t["pin_all"] / t["pvdma"]).round(1)
+        print(md(t))
+
+
 def main() -> None:
+    jobs_tables()
+    if not (RES / "imbalance.csv").exists():
+        return
     imb = pd.read_csv(RES / "imbalance.csv")
     drop = pd.read_csv(RES / "drop.csv")
     ar = pd.read_csv(RES / "allreduce.csv")

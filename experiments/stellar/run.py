@@ -2,7 +2,7 @@
 writes one CSV per figure into ``results/`` beside this script.
 
     python experiments/stellar/run.py                 # everything, about 5 minutes
-    python experiments/stellar/run.py imbalance drop  # some of: imbalance drop allreduce algos
+    python experiments/stellar/run.py imbalance drop  # some of: imbalance drop allreduce algos background placement startup
 
 The scenarios come from ``fabricsim.papers.stellar``, the same builders the trend tests
 (``tests/test_trends_stellar.py``) run at small scale. Runs are sequential (one core).
@@ -121,8 +121,53 @@ def algos() -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def background() -> pd.DataFrame:
+    """Fig. 10: the foreground all-reduce job's bus bandwidth beside two static or
+    bursty background all-reduce jobs, per path algorithm at 4 and 128 paths: 8 leaves
+    x 4 spines x 4 hosts (32 hosts, 1:1), jobs of 10 ranks on every third host, 2 MB
+    all-reduces, bursts filling half of every 1 ms, 3 seeds."""
+    out: List[Dict] = []
+    for bg in ("none", "static", "bursty"):
+        for algo in ("obs", "rr", "dwrr", "best_rtt"):
+            for paths in (4, 128):
+                for seed in (1, 2, 3):
+                    r = run(stellar.background_jobs(paths, algo, bg, seed=seed, ranks=10, leaves=8, stop="10ms"))
+                    out.append({"background": bg, "algo": algo, "paths": paths, "seed": seed,
+                                "busbw_gbps": stellar.foreground_busbw(r)})
+                print(f"  background {bg} {algo} {paths}: {out[-1]['busbw_gbps']:.1f} Gb/s", flush=True)
+    return pd.DataFrame(out)
+
+
+def placement() -> pd.DataFrame:
+    """Fig. 16: training-step time of one job on every host (2 ranks per host, tensor
+    parallel inside, data parallel across) of a 2:1 oversubscribed leaf-spine of 8
+    leaves x 4 hosts, re-ranked against random ranking, STELLAR (128 paths) against
+    single-path RoCE, 4 seeds."""
+    out: List[Dict] = []
+    for seed in (1, 2, 3, 4):
+        for tr in ("roce", "stellar"):
+            for p in ("rerank", "random"):
+                r = run(stellar.training_job(tr, p, seed=seed, leaves=8, iterations=5))
+                out.append({"seed": seed, "transport": tr, "placement": p, "step_us": stellar.step_time(r),
+                            "exposed_comm_us": float(r.jobs["exposed_comm_ns"].iloc[1:].astype(float).mean() / 1e3)})
+                print(f"  placement seed {seed} {tr} {p}: {out[-1]['step_us']:.0f} us", flush=True)
+    return pd.DataFrame(out)
+
+
+def startup() -> pd.DataFrame:
+    """Fig. 6: container start-up against memory, pin-all against PVDMA."""
+    out: List[Dict] = []
+    for mem in ("16GB", "64GB", "160GB", "400GB", "800GB", "1.6TB"):
+        for pinning in ("pin_all", "pvdma"):
+            out.append({"memory": mem, "pinning": pinning,
+                        "startup_s": stellar.startup_seconds(run(stellar.startup(mem, pinning)))})
+        print(f"  startup {mem}: {out[-2]['startup_s']:.1f} s / {out[-1]['startup_s']:.1f} s", flush=True)
+    return pd.DataFrame(out)
+
+
 EXPERIMENTS: Dict[str, Callable[[], pd.DataFrame]] = {"imbalance": imbalance, "drop": drop, "allreduce": allreduce,
-                                                      "algos": algos}
+                                                      "algos": algos, "background": background,
+                                                      "placement": placement, "startup": startup}
 
 
 def main(argv: List[str]) -> None:

@@ -14,6 +14,8 @@ cannot draw does not lose a run: ``save`` writes the tables and warns (:class:`P
 
 from ._core import ScenarioError, __version__
 from .api import catalog, default_scenario, run, validate
+from .fct import slowdown_by_size
 from .results import PlotWarning, Result
 
-__all__ = ["run", "validate", "catalog", "default_scenario", "Result", "ScenarioError", "PlotWarning", "__version__"]
+__all__ = ["run", "validate", "catalog", "default_scenario", "slowdown_by_size", "Result", "ScenarioError", "PlotWarning",
+           "__version__"]

@@ -23,10 +23,10 @@ TABLES: List[str]
 
 def run(text: str, format: str = "toml", seed: Optional[int] = None, progress: bool = False,
         pcap: Optional[str] = None, pcap_path: Optional[str] = None, pcap_snap: int = 65535,
-        partitions: Optional[int] = None) -> Dict[str, Any]:
-    """Run a scenario; returns the result tables as typed column buffers."""
+        partitions: Optional[int] = None, base: Optional[str] = None) -> Dict[str, Any]:
+    """Run a scenario (trace files relative to ``base``); returns the result tables as typed column buffers."""
 
-def validate(text: str, format: str = "toml") -> Dict[str, Any]:
+def validate(text: str, format: str = "toml", base: Optional[str] = None) -> Dict[str, Any]:
     """Check a scenario without running it."""
 
 def catalog() -> str:

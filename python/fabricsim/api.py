@@ -176,7 +176,8 @@ def run(scenario: ScenarioLike, *, seed: Optional[int] = None, progress: bool = 
         os.close(fd)
         capture = Path(name)
     try:
-        raw = _core.run(text, fmt, seed, progress, pcap, None if capture is None else str(capture), pcap_snap, partitions)
+        raw = _core.run(text, fmt, seed, progress, pcap, None if capture is None else str(capture), pcap_snap, partitions,
+                        _base(path))
     except BaseException:
         if capture is not None:
             capture.unlink(missing_ok=True)
@@ -203,8 +204,14 @@ def _scenario_toml(text: Optional[str], plain: Optional[Dict[str, Any]], overrid
 
 def validate(scenario: ScenarioLike) -> Dict[str, Any]:
     """Checks a scenario without running it; returns its name, hosts, connections and flows."""
-    text, fmt, _ = load(scenario)
-    return dict(_core.validate(text, fmt))
+    text, fmt, path = load(scenario)
+    return dict(_core.validate(text, fmt, _base(path)))
+
+
+def _base(path: Optional[Path]) -> Optional[str]:
+    """The folder trace files named by a scenario are relative to: the scenario file's
+    (None for text and dicts: the current directory)."""
+    return None if path is None else str(path.resolve().parent)
 
 
 def catalog() -> list:

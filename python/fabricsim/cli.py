@@ -73,9 +73,16 @@ def summary_table(s: dict, out: Optional[Path]) -> str:
         ("network", f"{s['drops']} drops, {s['pfc_pauses']} PFC pauses, {s['ecn_marks']} ECN marks, {s['trims']} trims"),
         ("transport", f"{s['retransmitted_packets']} retransmitted packets, {s['cnps']} CNPs, {s['timeouts']} timeouts"),
     ]
-    for c in s.get("collectives", []):
+    colls = s.get("collectives", [])
+    for c in colls[:8]:
         bw = c.get("busbw_gbps")
         rows.append((c["kind"], f"{c['hosts']} hosts, {_fmt_ns(c.get('duration_ns'))}" + (f", bus bandwidth {bw:.1f} Gb/s" if bw else "")))
+    if len(colls) > 8:
+        rows.append(("collectives", f"{len(colls) - 8} more in collectives.parquet"))
+    for j in s.get("jobs", []):
+        step, exposed = j.get("step_ns_mean"), j.get("exposed_comm_ns_mean")
+        rows.append((f"job {j['name']}", f"{j['ranks']} ranks, {j['finished_iterations']}/{j['iterations']} iterations"
+                     + (f", step {_fmt_ns(step)} (exposed communication {_fmt_ns(exposed)})" if step is not None else "")))
     if run:
         parts = int((s.get("scenario") or {}).get("partitions", 1))
         threads = f" on {parts} threads" if parts > 1 else ""

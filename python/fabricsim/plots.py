@@ -231,6 +231,25 @@ def throughput_time(r: "Result", path: Path, top: int = 8) -> Path:
     return path
 
 
+def fct_slowdown(r: "Result", path: Path, bins: int = 20) -> Path:
+    """FCT slowdown (median, 95th and 99th percentile) against flow size, in bins of
+    equally many flows (the plot of HPCC's and Parsimon's evaluations)."""
+    from .fct import slowdown_by_size
+
+    t = slowdown_by_size(r.flows, bins=bins)
+    with _figure(path) as ax:
+        x = (t["min_bytes"] + t["max_bytes"]) / 2
+        for col, style in (("p50", "-"), ("p95", "--"), ("p99", ":")):
+            ax.plot(x, t[col], style, marker=".", label=col)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("flow size (bytes)")
+        ax.set_ylabel("FCT slowdown")
+        _title(ax, r, "FCT slowdown by flow size")
+        _legend(ax)
+    return path
+
+
 def draw_all(r: "Result", folder: Path) -> List[Path]:
     """Draws every standard plot into ``folder``; the queue and multipath ones only when
     their tables have rows."""
@@ -247,4 +266,7 @@ def draw_all(r: "Result", folder: Path) -> List[Path]:
         out.append(ooo_cdf(r, folder / "ooo_cdf.png"))
     if len(r.throughput):
         out.append(throughput_time(r, folder / "throughput_time.png"))
+    if len(r.summary.get("slowdown_by_size") or []) >= 3:
+        # Flows of many sizes (a traffic mix): slowdown against size.
+        out.append(fct_slowdown(r, folder / "fct_slowdown.png"))
     return out

@@ -18,7 +18,8 @@ import pandas as pd
 from . import _core
 
 # Integer columns where -1 means "none" (a flow that never started or finished).
-_NULLABLE = {"start_ns", "finish_ns", "fct_ns", "acked_ns", "sender_fct_ns", "collective", "duration_ns", "ooo_max", "ooo_p99"}
+_NULLABLE = {"start_ns", "finish_ns", "fct_ns", "acked_ns", "sender_fct_ns", "collective", "duration_ns", "ooo_max",
+             "ooo_p99", "job", "iteration", "end_ns", "step_ns", "comm_ns", "exposed_comm_ns"}
 
 # The tables a run produces, in the order they are written (the core's one list).
 TABLES = tuple(_core.TABLES)
@@ -78,6 +79,7 @@ class Result:
     flows = property(lambda self: self.tables["flows"], doc="One row per flow (message).")
     ports = property(lambda self: self.tables["ports"], doc="Sampled port time series.")
     collectives = property(lambda self: self.tables["collectives"], doc="One row per collective.")
+    jobs = property(lambda self: self.tables["jobs"], doc="One row per job iteration: step time, compute, communication.")
     connections = property(lambda self: self.tables["connections"], doc="One row per connection (queue pairs).")
     paths = property(lambda self: self.tables["paths"], doc="Per-path (entropy value) counters of multipath senders.")
     ev_states = property(lambda self: self.tables["ev_states"], doc="Entropy-value state changes over time (MRC).")

@@ -40,10 +40,13 @@ fn to_py(e: CoreError) -> PyErr {
     err
 }
 
-fn parse(text: &str, format: &str, seed: Option<u64>) -> PyResult<Scenario> {
+/// `text` in `format`; files it names are read relative to `base` (the scenario
+/// file's folder) or the current directory.
+fn parse(text: &str, format: &str, seed: Option<u64>, base: Option<&str>) -> PyResult<Scenario> {
+    let base = std::path::Path::new(base.unwrap_or(""));
     let sc = match format {
-        "toml" => Scenario::from_toml(text),
-        "json" => Scenario::from_json(text),
+        "toml" => Scenario::from_toml_in(text, base),
+        "json" => Scenario::from_json_in(text, base),
         other => {
             return Err(ScenarioError::new_err(format!("format: unknown value \"{other}\" (allowed: toml, json)")))
         }
@@ -56,8 +59,14 @@ fn parse(text: &str, format: &str, seed: Option<u64>) -> PyResult<Scenario> {
 }
 
 /// [`parse`], then `partitions` (if given) overrides the scenario's.
-fn parse_run(text: &str, format: &str, seed: Option<u64>, partitions: Option<u8>) -> PyResult<Scenario> {
-    let sc = parse(text, format, seed)?;
+fn parse_run(
+    text: &str,
+    format: &str,
+    seed: Option<u64>,
+    partitions: Option<u8>,
+    base: Option<&str>,
+) -> PyResult<Scenario> {
+    let sc = parse(text, format, seed, base)?;
     match partitions {
         Some(n) => sc.with_partitions(n).map_err(to_py),
         None => Ok(sc),
@@ -133,9 +142,10 @@ fn draw(p: &Progress, wall: f64, done: bool) {
 /// `text` is the scenario in `format` ("toml" or "json"); `seed` and `partitions`
 /// override its own; `progress` draws a progress line on stderr. `pcap` (comma-separated port, host or
 /// switch names) captures the frames crossing those cables into the file `pcap_path`,
-/// payloads cut to `pcap_snap` bytes.
+/// payloads cut to `pcap_snap` bytes. Trace files the scenario names are read relative
+/// to `base` (the scenario file's folder), else the current directory.
 #[pyfunction]
-#[pyo3(signature = (text, format = "toml", seed = None, progress = false, pcap = None, pcap_path = None, pcap_snap = 65535, partitions = None))]
+#[pyo3(signature = (text, format = "toml", seed = None, progress = false, pcap = None, pcap_path = None, pcap_snap = 65535, partitions = None, base = None))]
 #[allow(clippy::too_many_arguments)]
 fn run<'py>(
     py: Python<'py>,
@@ -147,8 +157,9 @@ fn run<'py>(
     pcap_path: Option<std::path::PathBuf>,
     pcap_snap: u32,
     partitions: Option<u8>,
+    base: Option<String>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let sc = parse_run(text, format, seed, partitions)?;
+    let sc = parse_run(text, format, seed, partitions, base.as_deref())?;
     if pcap.is_some() != pcap_path.is_some() {
         return Err(ScenarioError::new_err("pcap: give both the capture spec and the file to write"));
     }
@@ -217,9 +228,9 @@ fn run<'py>(
 
 /// Checks a scenario without running it; returns a short description.
 #[pyfunction]
-#[pyo3(signature = (text, format = "toml"))]
-fn validate<'py>(py: Python<'py>, text: &str, format: &str) -> PyResult<Bound<'py, PyDict>> {
-    let sc = parse(text, format, None)?;
+#[pyo3(signature = (text, format = "toml", base = None))]
+fn validate<'py>(py: Python<'py>, text: &str, format: &str, base: Option<String>) -> PyResult<Bound<'py, PyDict>> {
+    let sc = parse(text, format, None, base.as_deref())?;
     let (hosts, conns, msgs) = py.detach(|| fabricsim_run::validate(&sc)).map_err(to_py)?;
     let d = PyDict::new(py);
     d.set_item("name", &sc.name)?;

@@ -13,7 +13,8 @@ static ALLOC: fabricsim_alloc::Heap = fabricsim_alloc::Heap;
 fn main() {
     let path = std::env::args().nth(1).expect("usage: runfile SCENARIO.toml");
     let text = std::fs::read_to_string(&path).expect("readable scenario");
-    let sc = Scenario::from_toml(&text).unwrap_or_else(|e| panic!("{e}"));
+    let base = std::path::Path::new(&path).parent().unwrap_or(std::path::Path::new(""));
+    let sc = Scenario::from_toml_in(&text, base).unwrap_or_else(|e| panic!("{e}"));
     let t0 = Instant::now();
     let r = run(sc, &mut |_| true).unwrap_or_else(|e| panic!("{e}"));
     let wall = t0.elapsed().as_secs_f64();

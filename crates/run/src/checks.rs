@@ -118,7 +118,7 @@ pub(crate) fn check_memory(scenario: &Scenario, nhosts: u32, nics: u32) -> Resul
     // The transport's key when it sets the state per connection (QPs, paths, EVs),
     // else the workload's key that sets how many connections and messages there are.
     let path = match key {
-        "kind" => format!("workload[{w}].{}", hosts_key(&scenario.workloads[w].kind)),
+        "kind" => size_key(w, &scenario.workloads[w].kind),
         _ => transport_key(scenario, w as u32, key),
     };
     let gb = |b: u64| b as f64 / 1e9;
@@ -142,13 +142,19 @@ pub(crate) fn check_memory(scenario: &Scenario, nhosts: u32, nics: u32) -> Resul
     ))
 }
 
-/// The key of a workload that sets how many hosts take part.
-pub(crate) fn hosts_key(kind: &fabricsim_workload::WorkloadKind) -> &'static str {
+/// The key that sets how many connections and messages workload `w` makes: its hosts
+/// (or flows, senders, trace), or a job's iterations.
+pub(crate) fn size_key(w: usize, kind: &fabricsim_workload::WorkloadKind) -> String {
     use fabricsim_workload::WorkloadKind as K;
+    let own = |k: &str| format!("workload[{w}].{k}");
     match kind {
-        K::Flows(_) => "flows",
-        K::Incast { .. } => "senders",
-        K::Permutation { .. } | K::AllToAll { .. } | K::AllReduce { .. } => "hosts",
+        K::Flows(_) => own("flows"),
+        K::Incast { .. } => own("senders"),
+        K::Permutation { .. } | K::Collective { .. } | K::Poisson { .. } => own("hosts"),
+        // A job's key is its own table's (`jobs[0]`).
+        K::Job(job) => format!("{}.iterations", job.key),
+        K::Chakra { trace, .. } => trace.key.clone(),
+        K::Dag { source, .. } => source.0.clone(),
     }
 }
 

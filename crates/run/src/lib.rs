@@ -8,6 +8,7 @@
 //! * [`ideal`]: the ideal completion time of a message on an empty fabric.
 //! * [`sim`]: the wired world and its run loop ([`Sim`]).
 //! * [`parallel`]: partitioned runs, the world split over threads in lookahead windows.
+//! * [`plan`]: from the scenario's workloads to the traffic plan (channels per port).
 //! * [`metrics`], [`results`](mod@results): flow, port and collective tables and the summary.
 //!
 //! [`run`] is the one-call entry point the Python binding uses.
@@ -20,6 +21,7 @@ pub mod ideal;
 pub mod messages;
 pub mod metrics;
 pub mod parallel;
+pub mod plan;
 pub mod results;
 pub mod sampling;
 pub mod scenario;
@@ -118,6 +120,8 @@ result_tables! {
     ports => |sim| sim.sampler.take_table(),
     /// One row per collective.
     collectives => |sim| metrics::collective_table(sim),
+    /// One row per job iteration.
+    jobs => |sim| metrics::job_table(sim),
     /// One row per connection.
     connections => |sim| metrics::connection_table(sim),
     /// Per-path (entropy value) counters of multipath senders.

@@ -16,6 +16,9 @@ use fabricsim_workload::Plan;
 #[derive(Clone, Copy, Debug)]
 pub struct MsgState {
     pub(crate) deps_left: u32,
+    /// The earliest it may start given the dependencies received so far: its own
+    /// start, and each received one's time plus its gap (`MessageSpec::after`).
+    pub(crate) ready: Time,
     /// When it was posted (`Time::MAX` if never).
     pub start: Time,
     /// When its last byte was placed (`Time::MAX` if never).
@@ -33,9 +36,10 @@ pub struct MsgState {
 
 impl MsgState {
     /// A message not yet posted, waiting for `deps` others, with its ideal times.
-    pub(crate) fn new(deps: u32, ideal: Dur, sender_ideal: Dur) -> MsgState {
+    pub(crate) fn new(deps: u32, start: Time, ideal: Dur, sender_ideal: Dur) -> MsgState {
         MsgState {
             deps_left: deps,
+            ready: start,
             start: Time::MAX,
             finish: Time::MAX,
             acked: Time::MAX,
@@ -47,11 +51,12 @@ impl MsgState {
 }
 
 /// Which messages wait for which, in compressed form: message `d` depends on `m` when
-/// `d` is among `dependents[start[m]..start[m + 1]]`.
+/// `(d, gap)` is among `dependents[start[m]..start[m + 1]]`, `gap` the time `d` waits
+/// after `m` is received (a compute gap, `MessageSpec::after`).
 #[derive(Clone, Debug, Default)]
 pub struct Dependencies {
     start: Vec<u32>,
-    pub(crate) dependents: Vec<u32>,
+    pub(crate) dependents: Vec<(u32, Dur)>,
 }
 
 impl Dependencies {
@@ -67,10 +72,10 @@ impl Dependencies {
             start[i] += start[i - 1];
         }
         let mut fill = start.clone();
-        let mut dependents = vec![0u32; *start.last().expect("one more than the messages") as usize];
+        let mut dependents = vec![(0u32, Dur::ZERO); *start.last().expect("one more than the messages") as usize];
         for (i, m) in plan.messages.iter().enumerate() {
-            for &d in &m.deps {
-                dependents[fill[d as usize] as usize] = i as u32;
+            for (k, &d) in m.deps.iter().enumerate() {
+                dependents[fill[d as usize] as usize] = (i as u32, m.gap(k));
                 fill[d as usize] += 1;
             }
         }
@@ -149,6 +154,16 @@ pub(crate) fn ideal_times(
 impl Sim {
     pub(crate) fn start(&mut self, now: Time, m: u32) {
         self.started += 1;
+        if self.plan.messages[m as usize].is_mark() {
+            // A mark (a point of a rank's timeline) is reached as it is released, and
+            // complete by either convention (nothing is sent, nothing acknowledged).
+            let st = &mut self.msgs[m as usize];
+            (st.start, st.finish, st.acked) = (now, now, now);
+            self.received += 1;
+            self.done += 1;
+            self.release_dependents(now, m);
+            return;
+        }
         self.msgs[m as usize].start = now;
         let spec = &self.plan.messages[m as usize];
         let (c, size) = (spec.conn, spec.size);
@@ -200,12 +215,12 @@ impl Sim {
 
     pub(crate) fn release_dependents(&mut self, now: Time, m: u32) {
         for i in self.deps.range(m) {
-            let d = self.deps.dependents[i];
+            let (d, gap) = self.deps.dependents[i];
             let st = &mut self.msgs[d as usize];
             st.deps_left -= 1;
+            st.ready = st.ready.max(now + gap);
             if st.deps_left == 0 {
-                let at = now.max(Time::ZERO + self.plan.messages[d as usize].start);
-                self.q.push(at, Event::Start(d));
+                self.q.push(st.ready, Event::Start(d));
             }
         }
     }

@@ -36,73 +36,167 @@ fn completions(sim: &Sim, sender: bool) -> impl Iterator<Item = Option<(i64, f64
     })
 }
 
-/// One record per message.
+/// The messages that are flows: every one but the marks (points of a job's timeline).
+pub fn flow_ids(sim: &Sim) -> Vec<usize> {
+    (0..sim.msgs.len()).filter(|&i| !sim.plan.messages[i].is_mark()).collect()
+}
+
+/// One record per message (marks excluded).
 pub fn flow_table(sim: &Sim) -> Table {
-    let n = sim.msgs.len();
+    let rows = flow_ids(sim);
     let mut t = Table::default();
-    let conn = |i: usize| sim.plan.conns[sim.plan.messages[i].conn as usize];
-    t.push("flow_id", Column::U32((0..n as u32).collect()))
-        .push("src", Column::U32((0..n).map(|i| conn(i).src).collect()))
-        .push("dst", Column::U32((0..n).map(|i| conn(i).dst).collect()))
-        .push("size_bytes", Column::U64(sim.plan.messages.iter().map(|m| m.size).collect()))
-        .push("start_ns", Column::I64(sim.msgs.iter().map(|m| or_none(m.start)).collect()))
-        .push("finish_ns", Column::I64(sim.msgs.iter().map(|m| or_none(m.finish)).collect()))
-        .push("fct_ns", Column::I64(completions(sim, false).map(|c| c.map_or(-1, |c| c.0)).collect()))
-        .push("ideal_fct_ns", Column::U64(sim.msgs.iter().map(|m| m.ideal.as_ns()).collect()))
-        .push("slowdown", Column::F64(completions(sim, false).map(|c| c.map_or(f64::NAN, |c| c.1)).collect()))
-        .push("acked_ns", Column::I64(sim.msgs.iter().map(|m| or_none(m.acked)).collect()))
-        .push("sender_fct_ns", Column::I64(completions(sim, true).map(|c| c.map_or(-1, |c| c.0)).collect()))
-        .push("sender_ideal_fct_ns", Column::U64(sim.msgs.iter().map(|m| m.sender_ideal.as_ns()).collect()))
-        .push("sender_slowdown", Column::F64(completions(sim, true).map(|c| c.map_or(f64::NAN, |c| c.1)).collect()))
-        .push("retransmitted_packets", Column::U64(sim.message_retransmissions()))
-        .push("workload", Column::U32(sim.plan.messages.iter().map(|m| m.workload).collect()))
-        .push(
-            "collective",
-            Column::I64(sim.plan.messages.iter().map(|m| m.collective.map_or(-1, |c| c as i64)).collect()),
-        )
-        .push("connection", Column::U32(sim.plan.messages.iter().map(|m| m.conn).collect()));
+    let spec = |i: usize| &sim.plan.messages[i];
+    let conn = |i: usize| sim.plan.conns[spec(i).conn as usize];
+    let u32s = |f: &dyn Fn(usize) -> u32| Column::U32(rows.iter().map(|&i| f(i)).collect());
+    let i64s = |f: &dyn Fn(usize) -> i64| Column::I64(rows.iter().map(|&i| f(i)).collect());
+    let u64s = |f: &dyn Fn(usize) -> u64| Column::U64(rows.iter().map(|&i| f(i)).collect());
+    let f64s = |f: &dyn Fn(usize) -> f64| Column::F64(rows.iter().map(|&i| f(i)).collect());
+    let retransmitted = sim.message_retransmissions();
+    let (receiver, sender): (Vec<_>, Vec<_>) = (completions(sim, false).collect(), completions(sim, true).collect());
+    t.push("flow_id", u32s(&|i| i as u32))
+        .push("src", u32s(&|i| conn(i).src))
+        .push("dst", u32s(&|i| conn(i).dst))
+        .push("size_bytes", u64s(&|i| spec(i).size))
+        .push("start_ns", i64s(&|i| or_none(sim.msgs[i].start)))
+        .push("finish_ns", i64s(&|i| or_none(sim.msgs[i].finish)))
+        .push("fct_ns", i64s(&|i| receiver[i].map_or(-1, |c| c.0)))
+        .push("ideal_fct_ns", u64s(&|i| sim.msgs[i].ideal.as_ns()))
+        .push("slowdown", f64s(&|i| receiver[i].map_or(f64::NAN, |c| c.1)))
+        .push("acked_ns", i64s(&|i| or_none(sim.msgs[i].acked)))
+        .push("sender_fct_ns", i64s(&|i| sender[i].map_or(-1, |c| c.0)))
+        .push("sender_ideal_fct_ns", u64s(&|i| sim.msgs[i].sender_ideal.as_ns()))
+        .push("sender_slowdown", f64s(&|i| sender[i].map_or(f64::NAN, |c| c.1)))
+        .push("retransmitted_packets", u64s(&|i| retransmitted[i]))
+        .push("workload", u32s(&|i| spec(i).workload))
+        .push("collective", i64s(&|i| spec(i).collective.map_or(-1, |c| c as i64)))
+        .push("connection", u32s(&|i| spec(i).conn));
+    t
+}
+
+/// When each collective started (its first message posted) and finished (its last
+/// placed; `None` while any is not).
+fn collective_spans(sim: &Sim) -> Vec<(Time, Option<Time>)> {
+    let k = sim.plan.collectives.len();
+    let mut start = vec![Time::MAX; k];
+    let mut finish = vec![Some(Time::ZERO); k];
+    for (m, st) in sim.plan.messages.iter().zip(&sim.msgs) {
+        if let Some(c) = m.collective {
+            let c = c as usize;
+            start[c] = start[c].min(st.start);
+            finish[c] = if st.finish == Time::MAX { None } else { finish[c].map(|f| f.max(st.finish)) };
+        }
+    }
+    start.into_iter().zip(finish).collect()
+}
+
+/// One record per job iteration: when it ran, its step time, compute, communication
+/// and the communication the compute did not hide.
+pub fn job_table(sim: &Sim) -> Table {
+    let spans = collective_spans(sim);
+    let reached = |m: u32| {
+        let f = sim.msgs[m as usize].finish;
+        (f != Time::MAX).then_some(f)
+    };
+    let mut t = Table::default();
+    let (mut job, mut name, mut iteration, mut burst, mut ranks) = (vec![], vec![], vec![], vec![], vec![]);
+    let (mut start, mut end, mut step, mut compute, mut comm, mut exposed) =
+        (vec![], vec![], vec![], vec![], vec![], vec![]);
+    for (j, rec) in sim.plan.jobs.iter().enumerate() {
+        for (i, it) in rec.iterations.iter().enumerate() {
+            let all = |points: &[fabricsim_workload::TimePoint]| -> Option<Vec<Time>> {
+                points.iter().map(|p| p.eval(reached)).collect()
+            };
+            let (starts, ends) = (all(&it.starts), all(&it.ends));
+            let first = starts.as_ref().and_then(|s| s.iter().min().copied());
+            let last_start = starts.as_ref().and_then(|s| s.iter().max().copied());
+            let last = ends.as_ref().and_then(|e| e.iter().max().copied());
+            // The union of the spans in which some collective or transfer was under way.
+            let mut busy: Vec<(Time, Option<Time>)> = it.collectives.iter().map(|&c| spans[c as usize]).collect();
+            busy.extend(it.transfers.iter().map(|&m| (sim.msgs[m as usize].start, reached(m))));
+            let comm_time = busy.iter().all(|b| b.1.is_some() && b.0 != Time::MAX).then(|| {
+                let mut v: Vec<(Time, Time)> = busy.iter().map(|b| (b.0, b.1.expect("finished"))).collect();
+                v.sort_unstable();
+                let (mut total, mut cur): (u64, Option<(Time, Time)>) = (0, None);
+                for (a, b) in v {
+                    cur = match cur {
+                        Some((s, e)) if a <= e => Some((s, e.max(b))),
+                        Some((s, e)) => {
+                            total += (e - s).ps();
+                            Some((a, b))
+                        }
+                        None => Some((a, b)),
+                    };
+                }
+                total + cur.map_or(0, |(s, e)| (e - s).ps())
+            });
+            let step_time = last.zip(last_start).map(|(e, s)| e - s);
+            job.push(j as u32);
+            name.push(rec.name.clone());
+            iteration.push(i as u32);
+            burst.push(it.burst);
+            ranks.push(rec.hosts.len() as u32);
+            start.push(first.map_or(-1, |t| t.as_ns() as i64));
+            end.push(last.map_or(-1, |t| t.as_ns() as i64));
+            step.push(step_time.map_or(-1, |d| d.as_ns() as i64));
+            compute.push(it.compute.as_ns());
+            comm.push(comm_time.map_or(-1, |ps| (ps / 1000) as i64));
+            exposed.push(step_time.map_or(-1, |d| d.as_ns().saturating_sub(it.compute.as_ns()) as i64));
+        }
+    }
+    t.push("job", Column::U32(job))
+        .push("name", Column::Str(name))
+        .push("iteration", Column::U32(iteration))
+        .push("burst", Column::U32(burst))
+        .push("ranks", Column::U32(ranks))
+        .push("start_ns", Column::I64(start))
+        .push("end_ns", Column::I64(end))
+        .push("step_ns", Column::I64(step))
+        .push("compute_ns", Column::U64(compute))
+        .push("comm_ns", Column::I64(comm))
+        .push("exposed_comm_ns", Column::I64(exposed));
     t
 }
 
 /// One record per collective operation.
 pub fn collective_table(sim: &Sim) -> Table {
     let k = sim.plan.collectives.len();
-    let mut start = vec![Time::MAX; k];
-    let mut finish = vec![Time::ZERO; k];
-    let mut done = vec![true; k];
-    for (m, st) in sim.plan.messages.iter().zip(&sim.msgs) {
-        if let Some(c) = m.collective {
-            let c = c as usize;
-            start[c] = start[c].min(st.start);
-            if st.finish == Time::MAX {
-                done[c] = false;
-            } else {
-                finish[c] = finish[c].max(st.finish);
-            }
-        }
-    }
+    let spans = collective_spans(sim);
+    let start: Vec<Time> = spans.iter().map(|s| s.0).collect();
+    let done: Vec<bool> = spans.iter().map(|s| s.1.is_some()).collect();
+    let finish: Vec<Time> = spans.iter().map(|s| s.1.unwrap_or(Time::ZERO)).collect();
     let dur = |c: usize| (done[c] && start[c] != Time::MAX).then(|| finish[c] - start[c]);
-    // Bus bandwidth normalises by the bytes each rank must move (NCCL's convention):
-    // 2(N-1)/N of the buffer for all-reduce, (N-1)/N x N x size for all-to-all.
-    let busbw = |c: usize| {
-        let spec = &sim.plan.collectives[c];
-        let n = spec.hosts as f64;
-        let bytes = match spec.kind {
-            "all_reduce" => spec.size as f64 * 2.0 * (n - 1.0) / n,
-            _ => spec.size as f64 * (n - 1.0),
-        };
-        dur(c).map_or(f64::NAN, |d| bytes * 8.0 / d.as_secs_f64() / 1e9)
+    let specs = &sim.plan.collectives;
+    // nccl-tests' figures: algbw = size / time, busbw = algbw x the kind's factor (the
+    // share of the buffer each rank must move: 2(N-1)/N for all-reduce, (N-1)/N for
+    // all-gather, reduce-scatter and all-to-all, 1 for broadcast). A barrier moves no
+    // data and has neither.
+    let algbw = |c: usize| match dur(c) {
+        Some(d) if specs[c].size > 0 => specs[c].size as f64 * 8.0 / d.as_secs_f64() / 1e9,
+        _ => f64::NAN,
     };
+    let job = |f: fn((u32, u32)) -> u32| Column::I64(specs.iter().map(|c| c.job.map_or(-1, |j| f(j) as i64)).collect());
     let mut t = Table::default();
     t.push("collective", Column::U32((0..k as u32).collect()))
-        .push("kind", Column::Str(sim.plan.collectives.iter().map(|c| c.kind.to_string()).collect()))
-        .push("workload", Column::U32(sim.plan.collectives.iter().map(|c| c.workload).collect()))
-        .push("hosts", Column::U32(sim.plan.collectives.iter().map(|c| c.hosts).collect()))
-        .push("size_bytes", Column::U64(sim.plan.collectives.iter().map(|c| c.size).collect()))
+        .push("kind", Column::Str(specs.iter().map(|c| c.kind.to_string()).collect()))
+        .push("algorithm", Column::Str(specs.iter().map(|c| c.algorithm.to_string()).collect()))
+        .push("workload", Column::U32(specs.iter().map(|c| c.workload).collect()))
+        .push("job", job(|j| j.0))
+        .push("iteration", job(|j| j.1))
+        .push("hosts", Column::U32(specs.iter().map(|c| c.hosts).collect()))
+        .push("channels", Column::U32(specs.iter().map(|c| c.channels).collect()))
+        .push("size_bytes", Column::U64(specs.iter().map(|c| c.size).collect()))
         .push("start_ns", Column::I64(start.iter().map(|&s| or_none(s)).collect()))
         .push("finish_ns", Column::I64((0..k).map(|c| if done[c] { finish[c].as_ns() as i64 } else { -1 }).collect()))
         .push("duration_ns", Column::I64((0..k).map(|c| dur(c).map_or(-1, |d| d.as_ns() as i64)).collect()))
-        .push("busbw_gbps", Column::F64((0..k).map(busbw).collect()));
+        .push("algbw_gbps", Column::F64((0..k).map(algbw).collect()))
+        .push(
+            "busbw_gbps",
+            Column::F64(
+                (0..k)
+                    .map(|c| if specs[c].bus_factor > 0.0 { algbw(c) * specs[c].bus_factor } else { f64::NAN })
+                    .collect(),
+            ),
+        );
     t
 }
 
@@ -138,7 +232,10 @@ pub const SUMMARY_FAULTS: usize = 100;
 pub fn summary(sim: &Sim, ending: Ending) -> Value {
     let tot = sim.fabric.totals;
     let sender = sim.scenario.output.fct_at == crate::scenario::FctAt::Sender;
-    let done: Vec<(i64, f64)> = completions(sim, sender).flatten().collect();
+    let flows = flow_ids(sim);
+    let all: Vec<Option<(i64, f64)>> = completions(sim, sender).collect();
+    let finished: Vec<usize> = flows.iter().copied().filter(|&i| all[i].is_some()).collect();
+    let done: Vec<(i64, f64)> = finished.iter().map(|&i| all[i].expect("finished")).collect();
     let fct: Vec<f64> = done.iter().map(|c| c.0 as f64).collect();
     let slow: Vec<f64> = done.iter().map(|c| c.1).collect();
     let mut ep = EndpointStats::default();
@@ -175,10 +272,11 @@ pub fn summary(sim: &Sim, ending: Ending) -> Value {
         "pfc_pauses": tot.pfc_pauses,
         "ecn_marks": tot.ecn_marks,
         "trims": tot.trims,
-        "flows": { "total": sim.msgs.len(), "finished": done.len(), "unfinished": sim.msgs.len() - done.len() },
+        "flows": { "total": flows.len(), "finished": done.len(), "unfinished": flows.len() - done.len() },
         "fct_at": if sender { "sender" } else { "receiver" },
         "fct_ns": distribution(fct),
-        "slowdown": distribution(slow),
+        "slowdown": distribution(slow.clone()),
+        "slowdown_by_size": slowdown_by_size(sim, &finished, &slow),
         "bytes_delivered": ep.bytes_placed,
         // Posted messages only: a run that stops early never posts some.
         "bytes_offered": sim.plan.messages.iter().zip(&sim.msgs).filter(|(_, st)| st.start != Time::MAX).map(|(m, _)| m.size).sum::<u64>(),
@@ -190,7 +288,9 @@ pub fn summary(sim: &Sim, ending: Ending) -> Value {
         "tail_probes": ep.tail_probes,
         "cnps": requester_cnps,
         "failed_connections": sim.failed_conns,
-        "collectives": (0..colls.rows()).map(|i| collective_json(&colls, i)).collect::<Vec<_>>(),
+        // A job's collectives (often thousands) are in its table and the jobs summary.
+        "collectives": (0..colls.rows()).filter(|&i| sim.plan.collectives[i].job.is_none()).map(|i| collective_json(&colls, i)).collect::<Vec<_>>(),
+        "jobs": job_summary(sim),
         "ooo_degree": ooo,
         "paths_used": paths.len(),
         "ev_retirements": sim.ev_log.iter().filter(|l| l.1.state == fabricsim_transport::common::EvState::Retired).count(),
@@ -202,6 +302,80 @@ pub fn summary(sim: &Sim, ending: Ending) -> Value {
         "packet_slot_bytes": fabricsim_fabric::Pool::slot_bytes(),
         "scenario": sc.document,
     })
+}
+
+/// Upper edges of the flow-size buckets of `slowdown_by_size`, bytes (the last is open).
+pub const SIZE_BUCKETS: [u64; 5] = [1_000, 10_000, 100_000, 1_000_000, 10_000_000];
+
+/// FCT slowdown of the finished flows `flows` (with their slowdowns `slow`) by flow
+/// size, in decades: the plot HPCC's and Parsimon's evaluations draw. Empty buckets
+/// are left out.
+fn slowdown_by_size(sim: &Sim, flows: &[usize], slow: &[f64]) -> Vec<Value> {
+    let mut buckets: Vec<Vec<f64>> = vec![Vec::new(); SIZE_BUCKETS.len() + 1];
+    for (&i, &s) in flows.iter().zip(slow) {
+        let size = sim.plan.messages[i].size;
+        buckets[SIZE_BUCKETS.partition_point(|&e| e < size)].push(s);
+    }
+    let word = |b: u64| match b {
+        b if b >= 1_000_000 => format!("{}MB", b / 1_000_000),
+        b => format!("{}KB", b / 1_000),
+    };
+    buckets
+        .into_iter()
+        .enumerate()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(k, mut v)| {
+            let lo = if k == 0 { 0 } else { SIZE_BUCKETS[k - 1] };
+            let hi = SIZE_BUCKETS.get(k).copied();
+            v.sort_by(|a, b| a.partial_cmp(b).expect("no NaN"));
+            json!({
+                "bucket": match hi { Some(h) if k == 0 => format!("<={}", word(h)), Some(h) => format!("{}-{}", word(lo), word(h)), None => format!(">{}", word(lo)) },
+                "min_bytes": lo + u64::from(k > 0),
+                "max_bytes": hi,
+                "flows": v.len(),
+                "mean": v.iter().sum::<f64>() / v.len() as f64,
+                "p50": percentile(&v, 50.0),
+                "p95": percentile(&v, 95.0),
+                "p99": percentile(&v, 99.0),
+            })
+        })
+        .collect()
+}
+
+/// Per job: its iterations and their mean step time and exposed communication (over
+/// the finished ones).
+fn job_summary(sim: &Sim) -> Vec<Value> {
+    let t = job_table(sim);
+    let (Some(Column::U32(job)), Some(Column::I64(step)), Some(Column::I64(exposed))) =
+        (t.get("job"), t.get("step_ns"), t.get("exposed_comm_ns"))
+    else {
+        return Vec::new();
+    };
+    sim.plan
+        .jobs
+        .iter()
+        .enumerate()
+        .map(|(j, rec)| {
+            let rows: Vec<usize> = (0..job.len()).filter(|&i| job[i] == j as u32 && step[i] >= 0).collect();
+            let mean = |v: &[i64]| {
+                if rows.is_empty() {
+                    Value::Null
+                } else {
+                    json!(rows.iter().map(|&i| v[i] as f64).sum::<f64>() / rows.len() as f64)
+                }
+            };
+            json!({
+                "name": rec.name,
+                "ranks": rec.hosts.len(),
+                "iterations": rec.iterations.len(),
+                "finished_iterations": rows.len(),
+                "startup_ns": rec.startup.as_ns(),
+                "dma_blocks": rec.blocks,
+                "step_ns_mean": mean(step),
+                "exposed_comm_ns_mean": mean(exposed),
+            })
+        })
+        .collect()
 }
 
 fn collective_json(t: &Table, i: usize) -> Value {
@@ -306,7 +480,7 @@ pub fn connection_table(sim: &Sim) -> Table {
     let n = sim.plan.conns.len();
     let mut bytes = vec![0u64; n];
     let mut messages = vec![0u32; n];
-    for m in &sim.plan.messages {
+    for m in sim.plan.messages.iter().filter(|m| !m.is_mark()) {
         bytes[m.conn as usize] += m.size;
         messages[m.conn as usize] += 1;
     }

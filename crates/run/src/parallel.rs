@@ -62,7 +62,9 @@ pub(crate) fn check(sim: &Sim) -> Result<(), ScenarioError> {
     for (d, m) in msgs.iter().enumerate() {
         let sender = sim.plan.conns[m.conn as usize].src;
         for &w in &m.deps {
-            let receiver = sim.plan.conns[msgs[w as usize].conn as usize].dst;
+            // A mark is reached on its own host (its connection's sender).
+            let c = sim.plan.conns[msgs[w as usize].conn as usize];
+            let receiver = if msgs[w as usize].is_mark() { c.src } else { c.dst };
             if owner[receiver as usize] != owner[sender as usize] {
                 return Err(ScenarioError::new(
                     "partitions",
@@ -275,8 +277,12 @@ impl Sim {
                 self.msgs[m].acked = other.msgs[m].acked;
                 self.msgs[m].retransmitted = other.msgs[m].retransmitted;
             }
-            if theirs(c.dst) {
+            // A mark is reached where it is released: its sender's partition.
+            if theirs(if spec.is_mark() { c.src } else { c.dst }) {
                 self.msgs[m].finish = other.msgs[m].finish;
+                if spec.is_mark() {
+                    self.msgs[m].acked = other.msgs[m].acked;
+                }
             }
         }
         self.fabric.absorb(&mut other.fabric, |node| owner[node as usize] == k);

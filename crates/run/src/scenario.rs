@@ -10,7 +10,15 @@ use fabricsim_fabric::{EcnConfig, FabricConfig, LinkParams, PfcConfig, Routing, 
 use fabricsim_transport::mprdma::EcnCut;
 use fabricsim_transport::roce::{DcqcnConfig, RoceConfig};
 use fabricsim_transport::stellar::PathAlgo;
-use fabricsim_workload::{HostSet, WorkloadKind, WorkloadSpec};
+use fabricsim_workload::collectives::MAX_CHANNELS;
+use fabricsim_workload::mix::{PoissonMix, SizeCdf, BUNDLED};
+use fabricsim_workload::startup::{Device, Pinning, Startup};
+use fabricsim_workload::traces::chakra;
+use fabricsim_workload::traces::htsim::{self, Failure};
+use fabricsim_workload::{
+    Algorithm, CollectiveKind, CollectiveOp, Group, HostSet, Job, JobComm, OnOff, Placement, WorkloadKind, WorkloadSpec,
+};
+use std::path::Path;
 use toml::Value;
 
 /// A validated scenario.
@@ -147,12 +155,19 @@ pub enum FctAt {
 }
 
 impl Scenario {
-    /// Parses TOML text.
+    /// Parses TOML text; files it names (traces) are read relative to the current
+    /// directory.
     pub fn from_toml(text: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::from_toml_in(text, Path::new(""))
+    }
+
+    /// Parses TOML text whose relative file names (traces) are relative to `base`
+    /// (the scenario file's folder).
+    pub fn from_toml_in(text: &str, base: &Path) -> Result<Scenario, ScenarioError> {
         let doc: Value = toml::from_str::<toml::Table>(text)
             .map(Value::Table)
             .map_err(|e| ScenarioError::new("", format!("not valid TOML: {}", e.to_string().trim())))?;
-        Scenario::from_value(&doc)
+        Scenario::from_value_in(&doc, base)
     }
 
     /// The transport of workload `w`'s connections.
@@ -188,13 +203,23 @@ impl Scenario {
 
     /// Parses JSON text with the same structure as the TOML format.
     pub fn from_json(text: &str) -> Result<Scenario, ScenarioError> {
-        let doc: Value = serde_json::from_str(text)
-            .map_err(|e| ScenarioError::new("", format!("not a valid scenario object: {e}")))?;
-        Scenario::from_value(&doc)
+        Scenario::from_json_in(text, Path::new(""))
     }
 
-    /// Parses an already-decoded document.
+    /// [`from_json`](Self::from_json) with relative file names relative to `base`.
+    pub fn from_json_in(text: &str, base: &Path) -> Result<Scenario, ScenarioError> {
+        let doc: Value = serde_json::from_str(text)
+            .map_err(|e| ScenarioError::new("", format!("not a valid scenario object: {e}")))?;
+        Scenario::from_value_in(&doc, base)
+    }
+
+    /// Parses an already-decoded document (files relative to the current directory).
     pub fn from_value(doc: &Value) -> Result<Scenario, ScenarioError> {
+        Scenario::from_value_in(doc, Path::new(""))
+    }
+
+    /// Parses an already-decoded document, relative file names relative to `base`.
+    pub fn from_value_in(doc: &Value, base: &Path) -> Result<Scenario, ScenarioError> {
         let mut top = Reader::new("", doc)?;
         top.documented(&schema::TOP.iter().collect::<Vec<_>>());
         let name = top.string("name", "scenario")?;
@@ -268,24 +293,52 @@ impl Scenario {
             }
         }
         let transport = parse_transport(top.raw("transport").unwrap_or(&empty), links.host_link)?;
-        let Some(w) = top.raw("workload") else {
-            return Err(top.error(
-                "workload",
-                format!(
-                    "is required (a table or array of tables with kind = one of: {})",
-                    schema::WORKLOAD_KINDS.join(", ")
-                ),
-            ));
+        // "none", the documented default, is no jobs.
+        let jobs = top.raw("jobs").filter(|v| !matches!(v, Value::String(s) if s == "none"));
+        let mut failures: Vec<Vec<Failure>> = Vec::new();
+        let (mut workloads, mut workload_transports) = match (top.raw("workload"), jobs) {
+            (Some(w), _) => parse_workloads(w, links.host_link, base, &mut failures)?,
+            (None, Some(_)) => (Vec::new(), Vec::new()),
+            (None, None) => {
+                return Err(top.error(
+                    "workload",
+                    format!(
+                        "is required unless there are [[jobs]] (a table or array of tables with kind = one of: {})",
+                        schema::WORKLOAD_KINDS.join(", ")
+                    ),
+                ))
+            }
         };
-        let (workloads, workload_transports) = parse_workloads(w, links.host_link)?;
+        if let Some(jobs) = jobs {
+            let Value::Array(list) = jobs else {
+                return Err(top.error("jobs", "expected an array of tables ([[jobs]])"));
+            };
+            if list.is_empty() {
+                return Err(top.error("jobs", "at least one job is required (or leave the key out)"));
+            }
+            for (j, v) in list.iter().enumerate() {
+                let (spec, t) = parse_job(j, v, links.host_link, stop)?;
+                workloads.push(spec);
+                workload_transports.push(t);
+                failures.push(Vec::new());
+            }
+        }
         let output = parse_output(top.raw("output").unwrap_or(&empty))?;
-        let faults = match top.raw("faults") {
+        let mut faults: Vec<FaultSpec> = match top.raw("faults") {
             None => Vec::new(),
             Some(Value::Array(a)) => {
                 a.iter().enumerate().map(|(i, f)| parse_fault(i, f, stop)).collect::<Result<_, _>>()?
             }
             Some(_) => return Err(ScenarioError::new("faults", "expected an array of tables ([[faults]])")),
         };
+        // The failure lines of htsim connection matrices: links down from the start.
+        for (w, spec) in workloads.iter_mut().enumerate() {
+            if let WorkloadKind::Dag { source, .. } = &spec.kind {
+                for f in std::mem::take(&mut failures[w]) {
+                    faults.push(htsim_failure(&topology, source, &f)?);
+                }
+            }
+        }
 
         top.finish(&schema::TOP.iter().collect::<Vec<_>>())?;
         let hosts = topology.hosts();
@@ -721,14 +774,27 @@ fn parse_hosts(r: &mut Reader<'_>, key: &'static str, default: HostSet) -> Resul
 
 type Workloads = (Vec<WorkloadSpec>, Vec<Option<TransportSpec>>);
 
-fn parse_workloads(v: &Value, line: Rate) -> Result<Workloads, ScenarioError> {
+fn parse_workloads(
+    v: &Value,
+    line: Rate,
+    base: &Path,
+    failures: &mut Vec<Vec<Failure>>,
+) -> Result<Workloads, ScenarioError> {
     let items: Vec<&Value> = match v {
         Value::Table(_) => vec![v],
         Value::Array(a) if !a.is_empty() => a.iter().collect(),
         Value::Array(_) => return Err(ScenarioError::new("workload", "at least one workload is required")),
         _ => return Err(ScenarioError::new("workload", "expected a table or an array of tables")),
     };
-    items.into_iter().enumerate().map(|(i, w)| parse_workload(i, w, line)).unzip_ok()
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, w)| {
+            let (spec, t, f) = parse_workload(i, w, line, base)?;
+            failures.push(f);
+            Ok((spec, t))
+        })
+        .unzip_ok()
 }
 
 /// `Iterator<Result<(A, B)>>` into `Result<(Vec<A>, Vec<B>)>`.
@@ -749,7 +815,13 @@ impl<I: Iterator<Item = Result<(A, B), ScenarioError>>, A, B> UnzipOk<A, B> for 
     }
 }
 
-fn parse_workload(i: usize, v: &Value, line: Rate) -> Result<(WorkloadSpec, Option<TransportSpec>), ScenarioError> {
+fn parse_workload(
+    i: usize,
+    v: &Value,
+    line: Rate,
+    base: &Path,
+) -> Result<(WorkloadSpec, Option<TransportSpec>, Vec<Failure>), ScenarioError> {
+    let mut failures = Vec::new();
     let mut r = Reader::new(format!("workload[{i}]"), v)?;
     r.documented(&params_for("workload", ""));
     let kind = r.choose("kind")?;
@@ -785,6 +857,138 @@ fn parse_workload(i: usize, v: &Value, line: Rate) -> Result<(WorkloadSpec, Opti
             size: r.required_size("size")?,
             hosts: parse_hosts(&mut r, "hosts", HostSet::All)?,
         },
+        "poisson" => {
+            let cdf = match r.raw("cdf") {
+                Some(Value::String(name)) => match SizeCdf::bundled(name.trim()) {
+                    Some(c) => c,
+                    None if name.contains('.') || name.contains('/') => {
+                        let (file, text) = read_file(&mut r, "cdf", base)?;
+                        SizeCdf::from_csv(&text).map_err(|m| r.error("cdf", format!("{file}: {m}")))?
+                    }
+                    None => {
+                        let names: Vec<&str> = BUNDLED.iter().map(|b| b.0).collect();
+                        return Err(r.error(
+                            "cdf",
+                            format!("unknown value \"{name}\" (allowed: {}, or a CSV file name)", names.join(", ")),
+                        ));
+                    }
+                },
+                Some(_) => return Err(r.error("cdf", "expected a distribution name or a CSV file name")),
+                None => {
+                    let names: Vec<&str> = BUNDLED.iter().map(|b| b.0).collect();
+                    return Err(r.error("cdf", format!("is required (one of: {}, or a CSV file)", names.join(", "))));
+                }
+            };
+            if r.raw_peek("load").is_none() {
+                return Err(r.error("load", "is required (the share of each host link to offer, e.g. 0.5)"));
+            }
+            let load = r.float_or("load", 0.5, 1e-6, 1.0)?;
+            let duration = r
+                .duration("duration")?
+                .filter(|d| *d > Dur::ZERO)
+                .ok_or_else(|| r.error("duration", "is required (flows arrive for this long, e.g. \"10ms\")"))?;
+            let hosts = parse_hosts(&mut r, "hosts", HostSet::All)?;
+            let groups = match r.raw("groups") {
+                None => Vec::new(),
+                Some(Value::Array(gs)) => {
+                    let mut out = Vec::new();
+                    for (g, v) in gs.iter().enumerate() {
+                        let Value::Array(list) = v else {
+                            return Err(ScenarioError::new(
+                                &format!("{}[{g}]", r.path("groups")),
+                                "expected a list of hosts",
+                            ));
+                        };
+                        let mut members = Vec::new();
+                        for (k, h) in list.iter().enumerate() {
+                            match h {
+                                Value::Integer(h) if *h >= 0 && *h <= u32::MAX as i64 => members.push(*h as u32),
+                                _ => {
+                                    return Err(ScenarioError::new(
+                                        &format!("{}[{g}][{k}]", r.path("groups")),
+                                        "expected a host index (integer >= 0)",
+                                    ))
+                                }
+                            }
+                        }
+                        out.push(members);
+                    }
+                    out
+                }
+                Some(Value::String(w)) if w == "none" => Vec::new(),
+                Some(_) => return Err(r.error("groups", "expected a list of lists of hosts")),
+            };
+            WorkloadKind::Poisson { hosts, mix: PoissonMix { cdf, load, duration, groups, link_bps: 0 } }
+        }
+        "chakra" => {
+            r.documented(&params_for("workload", "chakra"));
+            let prefix = match r.raw("trace") {
+                Some(Value::String(t)) if !t.trim().is_empty() => t.trim().to_string(),
+                Some(_) => return Err(r.error("trace", "expected a file name prefix such as \"traces/llm\"")),
+                None => return Err(r.error("trace", "is required (the files are <trace>.<rank>.et)")),
+            };
+            let ranks = r.opt_int("ranks", 1, 1 << 20)?.map(|n| n as usize);
+            let per_host = r.int("ranks_per_host", 1, 1 << 10)? as u32;
+            let mut list = Vec::new();
+            for rank in 0.. {
+                if ranks.is_some_and(|n| rank >= n) {
+                    break;
+                }
+                let file = format!("{prefix}.{rank}.et");
+                let path = base.join(&file);
+                let bytes = match std::fs::read(&path) {
+                    Ok(b) => b,
+                    Err(_) if ranks.is_none() && rank > 0 => break,
+                    Err(e) => {
+                        return Err(r.error(
+                            "trace",
+                            format!("cannot read {} (rank {rank}): {}", path.display(), e.to_string().to_lowercase()),
+                        ))
+                    }
+                };
+                let name =
+                    std::path::Path::new(&file).file_name().map_or(file.clone(), |n| n.to_string_lossy().into_owned());
+                let nodes = chakra::parse(&bytes).map_err(|m| r.error("trace", format!("{name}: {m}")))?;
+                list.push((name, nodes));
+            }
+            let servers = (list.len() as u32).div_ceil(per_host);
+            let hosts: Vec<u32> = match parse_hosts(&mut r, "hosts", HostSet::All)? {
+                HostSet::All => (0..servers).collect(),
+                HostSet::List(l) if l.len() as u32 == servers => l,
+                HostSet::List(l) => {
+                    return Err(r.error(
+                        "hosts",
+                        format!(
+                            "lists {} hosts for {} ranks ({per_host} per host: {servers} hosts)",
+                            l.len(),
+                            list.len()
+                        ),
+                    ))
+                }
+                HostSet::Count(_) => return Err(r.error("hosts", "expected a list of hosts")),
+            };
+            let name = r.string("name", &prefix)?;
+            let ranks = list
+                .into_iter()
+                .enumerate()
+                .map(|(rank, (file, nodes))| (file, nodes, hosts[rank / per_host as usize]))
+                .collect();
+            WorkloadKind::Chakra { name, trace: Box::new(chakra::Trace { ranks, key: r.path("trace") }) }
+        }
+        "htsim" => {
+            r.documented(&params_for("workload", "htsim"));
+            let (name, text) = read_file(&mut r, "file", base)?;
+            let cm = htsim::parse(&text).map_err(|m| r.error("file", format!("{name}: {m}")))?;
+            let mut flows = cm.flows;
+            if let Some(map) = parse_node_map(&mut r, cm.nodes)? {
+                for f in &mut flows {
+                    f.src = map[f.src as usize];
+                    f.dst = map[f.dst as usize];
+                }
+            }
+            failures = cm.failures;
+            WorkloadKind::Dag { flows, source: (r.path("file"), name) }
+        }
         "incast" => {
             let size = r.required_size("size")?;
             if r.raw_peek("senders").is_none() {
@@ -794,18 +998,366 @@ fn parse_workload(i: usize, v: &Value, line: Rate) -> Result<(WorkloadSpec, Opti
             let receiver = r.int("receiver", 0, u32::MAX as i64)? as u32;
             WorkloadKind::Incast { senders, receiver, size }
         }
-        "all_to_all" => WorkloadKind::AllToAll {
-            size: r.required_size("size")?,
-            hosts: parse_hosts(&mut r, "hosts", HostSet::All)?,
-        },
-        "all_reduce" => WorkloadKind::AllReduce {
-            size: r.required_size("size")?,
-            hosts: parse_hosts(&mut r, "hosts", HostSet::All)?,
-        },
-        _ => unreachable!("choice() only returns allowed kinds"),
+        other => {
+            let kind = CollectiveKind::from_name(other).expect("choice() only returns allowed kinds");
+            r.documented(&params_for("workload", other));
+            let hosts = parse_hosts(&mut r, "hosts", HostSet::All)?;
+            WorkloadKind::Collective { hosts, op: parse_collective(&mut r, kind)? }
+        }
     };
     r.finish(&params_for("workload", &kind))?;
-    Ok((WorkloadSpec { kind: kind_spec, start }, transport))
+    Ok((WorkloadSpec { kind: kind_spec, start }, transport, failures))
+}
+
+/// Reads the file named by `key`, relative to `base`. Returns its name as written and
+/// its text.
+fn read_file(r: &mut Reader<'_>, key: &'static str, base: &Path) -> Result<(String, String), ScenarioError> {
+    let name = match r.raw(key) {
+        Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
+        Some(_) => return Err(r.error(key, "expected a file name")),
+        None => return Err(r.error(key, "is required (a file name, relative to the scenario's folder)")),
+    };
+    let path = base.join(&name);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| r.error(key, format!("cannot read {}: {}", path.display(), e.to_string().to_lowercase())))?;
+    Ok((name, text))
+}
+
+/// `hosts`: a list mapping the trace's node `i` to host `hosts[i]` (one per node), or
+/// `None` (node `i` is host `i`).
+fn parse_node_map(r: &mut Reader<'_>, nodes: u32) -> Result<Option<Vec<u32>>, ScenarioError> {
+    match parse_hosts(r, "hosts", HostSet::All)? {
+        HostSet::All => Ok(None),
+        HostSet::List(l) if l.len() as u32 == nodes => Ok(Some(l)),
+        HostSet::List(l) => Err(
+            r.error("hosts", format!("maps {} nodes but the file has {nodes} (one host per node, in order)", l.len()))
+        ),
+        HostSet::Count(_) => Err(r.error("hosts", "expected a list of hosts, one per node of the file")),
+    }
+}
+
+/// An htsim `failure` line as a link that is down from the start: `TOR` is a leaf,
+/// edge or T0 switch (the link its `link_id`-th uplink), `AGG` a spine, aggregation or
+/// T1 switch (its `link_id`-th uplink on a fat-tree, downlink otherwise), `CORE` a core
+/// switch (its `link_id`-th downlink).
+fn htsim_failure(topology: &TopologySpec, source: &(String, String), f: &Failure) -> Result<FaultSpec, ScenarioError> {
+    let (tor, agg, core) = match topology {
+        TopologySpec::LeafSpine { .. } => ("leaf", Some(("spine", "down")), None),
+        TopologySpec::FatTree { .. } => ("edge", Some(("agg", "up")), Some("core")),
+        TopologySpec::MultiPlane { .. } => ("t0", Some(("t1", "down")), None),
+    };
+    let name = match f.switch_type.as_str() {
+        "TOR" => format!("{tor}[{}].up[{}]", f.switch_id, f.link_id),
+        "AGG" => {
+            let (s, dir) = agg.expect("every topology has a second tier");
+            format!("{s}[{}].{dir}[{}]", f.switch_id, f.link_id)
+        }
+        _ => match core {
+            Some(c) => format!("{c}[{}].down[{}]", f.switch_id, f.link_id),
+            None => {
+                return Err(ScenarioError::new(
+                    &source.0,
+                    format!(
+                        "{}: line {}, switch_type: CORE has no counterpart in a two-tier topology",
+                        source.1, f.line
+                    ),
+                ))
+            }
+        },
+    };
+    Ok(FaultSpec { at: Dur::ZERO, kind: FaultKind::LinkDown, target: FaultTarget::Link(name) })
+}
+
+/// One `[[jobs]]` entry, as a workload.
+fn parse_job(
+    j: usize,
+    v: &Value,
+    line: Rate,
+    stop: Option<Dur>,
+) -> Result<(WorkloadSpec, Option<TransportSpec>), ScenarioError> {
+    let key = format!("jobs[{j}]");
+    let mut r = Reader::new(key.clone(), v)?;
+    r.documented(&schema::JOBS.iter().collect::<Vec<_>>());
+    let ranks = r
+        .opt_int("ranks", 1, u32::MAX as i64)?
+        .ok_or_else(|| r.error("ranks", "is required (the number of ranks, one per host)"))? as u32;
+    let mut job = Job::new(&key, ranks);
+    job.name = r.string("name", &format!("job{j}"))?;
+    job.hosts = parse_hosts(&mut r, "hosts", HostSet::All)?;
+    job.placement = match r.raw("placement") {
+        None => Placement::Packed,
+        Some(Value::String(s)) => match s.as_str() {
+            "packed" => Placement::Packed,
+            "random" => Placement::Random,
+            "rerank" => Placement::Rerank,
+            other => {
+                return Err(r.error(
+                    "placement",
+                    format!("unknown value \"{other}\" (allowed: {}, or a list of hosts)", Placement::NAMES.join(", ")),
+                ))
+            }
+        },
+        Some(Value::Array(_)) => match parse_hosts(&mut r, "placement", HostSet::All)? {
+            HostSet::List(l) => Placement::List(l),
+            _ => unreachable!("an array is a list"),
+        },
+        Some(_) => {
+            return Err(r.error(
+                "placement",
+                format!("expected one of: {}, or a list of hosts (one per rank)", Placement::NAMES.join(", ")),
+            ))
+        }
+    };
+    job.ranks_per_host = r.int("ranks_per_host", 1, 1 << 10)? as u32;
+    job.tp = r.int("tp", 1, 1 << 20)? as u32;
+    job.pp = r.int("pp", 1, 1 << 20)? as u32;
+    job.ep = r.int("ep", 1, 1 << 20)? as u32;
+    job.compute = r.duration("compute")?.unwrap_or(Dur::ZERO);
+    job.jitter = r.float("jitter", 0.0, 0.99)?;
+    job.microbatches = r.int("microbatches", 1, 1 << 16)? as u32;
+    job.activation = r.size("activation")?.unwrap_or(0);
+    let start = r.duration("start")?.unwrap_or(Dur::ZERO);
+    let transport = match r.raw("transport") {
+        None => None,
+        Some(t) => Some(parse_transport_at(&format!("{key}.transport"), t, line)?),
+    };
+    job.on_off = match r.raw("on_off") {
+        None => None,
+        Some(t) => {
+            let mut o = Reader::new(format!("{key}.on_off"), t)?;
+            o.documented(&schema::ON_OFF.iter().collect::<Vec<_>>());
+            let period = o.duration("period")?.filter(|d| *d > Dur::ZERO).ok_or_else(|| {
+                o.error("period", "is required (a duration longer than 0: a burst starts every period)")
+            })?;
+            let duty = o.float("duty", 1e-6, 1.0)?;
+            let bursts = match (o.opt_int("bursts", 1, 1 << 20)?, stop) {
+                (Some(b), _) => b as u32,
+                (None, Some(stop)) => (stop.ps().saturating_sub(start.ps())).div_ceil(period.ps()).max(1) as u32,
+                (None, None) => {
+                    return Err(o.error("bursts", "is required unless the scenario has a stop time (bursts until then)"))
+                }
+            };
+            o.finish(&schema::ON_OFF.iter().collect::<Vec<_>>())?;
+            Some(OnOff { period, duty, bursts })
+        }
+    };
+    job.startup = match r.raw("startup") {
+        None => None,
+        Some(t) => Some(parse_startup(&format!("{key}.startup"), t)?),
+    };
+    job.iterations = match r.opt_int("iterations", 1, 1 << 24)? {
+        Some(i) => Some(i as u32),
+        None if job.on_off.is_some() => None,
+        None => Some(1),
+    };
+    job.slowdown = match r.raw("stragglers") {
+        None => Vec::new(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let mut sr = Reader::new(format!("{key}.stragglers[{i}]"), s)?;
+                sr.documented(&schema::STRAGGLERS.iter().collect::<Vec<_>>());
+                let rank =
+                    sr.opt_int("rank", 0, u32::MAX as i64)?.ok_or_else(|| sr.error("rank", "is required (a rank)"))?;
+                let x = sr.float("slowdown", 0.01, 1000.0)?;
+                sr.finish(&schema::STRAGGLERS.iter().collect::<Vec<_>>())?;
+                Ok((rank as u32, x))
+            })
+            .collect::<Result<_, ScenarioError>>()?,
+        Some(_) => return Err(r.error("stragglers", "expected an array of tables { rank, slowdown }")),
+    };
+    job.comms = match r.raw("collectives") {
+        None => Vec::new(),
+        Some(Value::Array(a)) => {
+            a.iter().enumerate().map(|(i, c)| parse_job_comm(&key, i, c)).collect::<Result<_, _>>()?
+        }
+        Some(_) => return Err(r.error("collectives", "expected an array of tables ([[jobs.collectives]])")),
+    };
+    r.finish(&schema::JOBS.iter().collect::<Vec<_>>())?;
+    Ok((WorkloadSpec { kind: WorkloadKind::Job(Box::new(job)), start }, transport))
+}
+
+/// A job's `startup` table.
+fn parse_startup(path: &str, v: &Value) -> Result<Startup, ScenarioError> {
+    let mut r = Reader::new(path, v)?;
+    r.documented(&schema::STARTUP.iter().collect::<Vec<_>>());
+    let d = Startup::default();
+    let pinning = match r.choice("pinning", "pvdma", &["none", "pin_all", "pvdma"])?.as_str() {
+        "none" => Pinning::None,
+        "pin_all" => Pinning::PinAll,
+        _ => Pinning::Pvdma,
+    };
+    let device = match r.choice("device", "none", &["none", "vf", "vstellar"])?.as_str() {
+        "vf" => Device::Vf,
+        "vstellar" => Device::Vstellar,
+        _ => Device::None,
+    };
+    let memory = r.size("memory")?.unwrap_or(d.memory);
+    let doorbell = match r.raw("doorbell") {
+        None => None,
+        Some(Value::String(s)) if s == "shm" => None,
+        Some(Value::String(s)) => Some(parse_address(s).ok_or_else(|| {
+            r.error(
+                "doorbell",
+                format!("expected \"shm\" or a guest-physical address such as \"0x7f000000\", got \"{s}\""),
+            )
+        })?),
+        Some(Value::Integer(a)) if *a >= 0 => Some(*a as u64),
+        Some(_) => return Err(r.error("doorbell", "expected \"shm\" or a guest-physical address")),
+    };
+    let regions = match r.raw("regions") {
+        None => Vec::new(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .enumerate()
+            .map(|(i, x)| {
+                let mut g = Reader::new(format!("{path}.regions[{i}]"), x)?;
+                let gpa = match g.raw("gpa") {
+                    Some(Value::String(s)) => parse_address(s),
+                    Some(Value::Integer(a)) if *a >= 0 => Some(*a as u64),
+                    _ => None,
+                }
+                .ok_or_else(|| g.error("gpa", "is required (a guest-physical address such as \"0x40000000\")"))?;
+                let size = g.required_size("size")?;
+                g.finish(&[&key_doc("gpa"), &key_doc("size")])?;
+                Ok((gpa, size))
+            })
+            .collect::<Result<_, ScenarioError>>()?,
+        Some(Value::String(w)) if w == "auto" => Vec::new(),
+        Some(_) => return Err(r.error("regions", "expected an array of tables { gpa, size }")),
+    };
+    let dur =
+        |r: &mut Reader<'_>, k: &'static str, d: Dur| -> Result<Dur, ScenarioError> { Ok(r.duration(k)?.unwrap_or(d)) };
+    let s = Startup {
+        pinning,
+        device,
+        memory,
+        boot: dur(&mut r, "boot", d.boot)?,
+        hypervisor_per_gb: dur(&mut r, "hypervisor_per_gb", d.hypervisor_per_gb)?,
+        pin_per_gb: dur(&mut r, "pin_per_gb", d.pin_per_gb)?,
+        map_miss: dur(&mut r, "map_miss", d.map_miss)?,
+        map_cache: r.int_or("map_cache", d.map_cache as i64, 1, 1 << 40)? as u64,
+        vstellar_create: dur(&mut r, "vstellar_create", d.vstellar_create)?,
+        vstellar_max: r.int_or("vstellar_max", d.vstellar_max as i64, 1, u32::MAX as i64)? as u32,
+        max_vfs: r.int_or("max_vfs", d.max_vfs as i64, 0, 1 << 16)? as u32,
+        bdfs_per_switch: r.int_or("bdfs_per_switch", d.bdfs_per_switch as i64, 1, 1 << 16)? as u32,
+        bdfs_per_vf: r.int_or("bdfs_per_vf", d.bdfs_per_vf as i64, 1, 1 << 16)? as u32,
+        containers_per_host: r.opt_int("containers_per_host", 1, 1 << 24)?.map(|c| c as u32),
+        doorbell,
+        regions,
+    };
+    r.finish(&schema::STARTUP.iter().collect::<Vec<_>>())?;
+    Ok(s)
+}
+
+/// `0x...` hexadecimal or a decimal address.
+fn parse_address(s: &str) -> Option<u64> {
+    let s = s.trim();
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(&h.replace('_', ""), 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+/// One `[[jobs.collectives]]` entry.
+fn parse_job_comm(key: &str, i: usize, v: &Value) -> Result<JobComm, ScenarioError> {
+    let mut r = Reader::new(format!("{key}.collectives[{i}]"), v)?;
+    let group = r.choice("group", "dp", &Group::ALL.map(|g| g.name()))?;
+    let names: Vec<&str> = CollectiveKind::ALL.iter().map(|k| k.name()).collect();
+    let kind_name = r.choice("kind", "", &names)?;
+    let kind = CollectiveKind::from_name(&kind_name).expect("choice() only returns allowed kinds");
+    // The keys of the workload of this kind, but its hosts: the group gives them.
+    let own: Vec<&'static schema::Param> = params_for("workload", &kind_name)
+        .into_iter()
+        .filter(|p| !["kind", "start", "transport", "hosts"].contains(&p.key))
+        .collect();
+    r.documented(&schema::JOB_COLLECTIVES.iter().chain(own.iter().copied()).collect::<Vec<_>>());
+    let op = parse_collective(&mut r, kind)?;
+    let at = match r.raw("at") {
+        None => vec![1.0],
+        Some(Value::Float(x)) => vec![*x],
+        Some(Value::Integer(x)) => vec![*x as f64],
+        Some(Value::Array(a)) => a
+            .iter()
+            .enumerate()
+            .map(|(k, x)| match x {
+                Value::Float(x) => Ok(*x),
+                Value::Integer(x) => Ok(*x as f64),
+                _ => Err(ScenarioError::new(&format!("{}[{k}]", r.path("at")), "expected a fraction between 0 and 1")),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(r.error("at", "expected a fraction of the compute (0 to 1) or a list of them")),
+    };
+    let blocking = r.bool("blocking")?;
+    let allowed: Vec<&schema::Param> = schema::JOB_COLLECTIVES.iter().chain(own).collect();
+    r.finish(&allowed)?;
+    Ok(JobComm { group: Group::from_name(&group).expect("a choice"), op, at, blocking })
+}
+
+/// The operation of a collective workload (or a job's collective): every key but
+/// `hosts`, per the kind's schema.
+pub(crate) fn parse_collective(r: &mut Reader<'_>, kind: CollectiveKind) -> Result<CollectiveOp, ScenarioError> {
+    let mut op = CollectiveOp::new(kind, 0);
+    match kind {
+        CollectiveKind::Barrier => {}
+        CollectiveKind::AllToAllV => op.sizes = parse_size_matrix(r, "sizes")?,
+        _ => op.size = r.required_size("size")?,
+    }
+    if kind.algorithms().len() > 1 {
+        let names: Vec<&str> = kind.algorithms().iter().map(|a| a.name()).collect();
+        let alg = r.choice("algorithm", names[0], &names)?;
+        op.algorithm = Algorithm::from_name(&alg);
+    }
+    if kind == CollectiveKind::Broadcast {
+        op.root = r.int("root", 0, u32::MAX as i64)? as u32;
+    }
+    if kind != CollectiveKind::Barrier {
+        op.channels = r.opt_int("channels", 1, MAX_CHANNELS as i64)?.map(|c| c as u32);
+    }
+    if matches!(
+        kind,
+        CollectiveKind::AllReduce
+            | CollectiveKind::AllGather
+            | CollectiveKind::ReduceScatter
+            | CollectiveKind::Broadcast
+    ) {
+        op.chunk = match r.size("chunk")? {
+            Some(0) => return Err(r.error("chunk", "must be at least 1 byte")),
+            c => c,
+        };
+    }
+    Ok(op)
+}
+
+/// `key`: rows of sizes, one row per sending host (`sizes[i][j]` named in errors).
+fn parse_size_matrix(r: &mut Reader<'_>, key: &'static str) -> Result<Vec<u64>, ScenarioError> {
+    let Some(v) = r.raw(key) else {
+        return Err(r.error(key, "is required (rows of sizes, one row per sending host)"));
+    };
+    let Value::Array(rows) = v else { return Err(r.error(key, "expected an array of rows of sizes")) };
+    let n = rows.len();
+    let mut out = Vec::with_capacity(n * n);
+    for (i, row) in rows.iter().enumerate() {
+        let Value::Array(row) = row else {
+            return Err(ScenarioError::new(&format!("{}[{i}]", r.path(key)), "expected a row (an array of sizes)"));
+        };
+        if row.len() != n {
+            return Err(ScenarioError::new(
+                &format!("{}[{i}]", r.path(key)),
+                format!("has {} sizes; every row needs one per host ({n}, as many as there are rows)", row.len()),
+            ));
+        }
+        for (j, x) in row.iter().enumerate() {
+            let at = || format!("{}[{i}][{j}]", r.path(key));
+            out.push(match x {
+                Value::Integer(b) if *b >= 0 => *b as u64,
+                Value::String(s) => crate::units::parse_size(s).map_err(|m| ScenarioError::new(&at(), m))?,
+                _ => return Err(ScenarioError::new(&at(), "expected a size such as \"64KB\" or a number of bytes")),
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// Most toggles one `link_flap` may make (each is an event and a row of the fault log).

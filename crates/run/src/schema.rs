@@ -80,7 +80,21 @@ pub const TOPOLOGY_KINDS: &[&str] = &["leaf_spine", "fat_tree", "multi_plane"];
 /// Transport kinds.
 pub const TRANSPORT_KINDS: &[&str] = TransportKind::NAMES;
 /// Workload kinds.
-pub const WORKLOAD_KINDS: &[&str] = &["flows", "permutation", "incast", "all_to_all", "all_reduce"];
+pub const WORKLOAD_KINDS: &[&str] = &[
+    "flows",
+    "permutation",
+    "incast",
+    "all_to_all",
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "broadcast",
+    "all_to_allv",
+    "barrier",
+    "htsim",
+    "chakra",
+    "poisson",
+];
 
 /// Top-level keys.
 pub const TOP: &[Param] = &[
@@ -92,7 +106,8 @@ pub const TOP: &[Param] = &[
     p("topology", Ty::Table, "", "The fabric's shape and links."),
     p("fabric", Ty::Table, "see [fabric]", "Switch behaviour: buffers, ECN, PFC, trimming, routing."),
     p("transport", Ty::Table, "kind = \"roce\"", "The protocol every connection uses."),
-    p("workload", Ty::List, "", "One table or an array of tables of traffic."),
+    p("workload", Ty::List, "", "One table or an array of tables of traffic (optional with `jobs`)."),
+    p("jobs", Ty::List, "none", "Array of tables: training jobs (ranks on hosts, parallelism groups, iterations of compute and collectives). With jobs, `workload` may be left out."),
     p("faults", Ty::List, "none", "Array of tables: failures and degradations during the run, each at a time."),
     p("output", Ty::Table, "see [output]", "What the run records."),
 ];
@@ -275,11 +290,132 @@ const W_INCAST: &[Param] = &[
     p("senders", Ty::Hosts, "", "A count (chosen at random, seeded) or a list of sending hosts."),
     p("receiver", Ty::Int, "0", "The receiving host."),
 ];
-const W_ALL_TO_ALL: &[Param] =
-    &[p("size", Ty::Size, "", "Bytes per ordered pair."), p("hosts", Ty::Hosts, "all", "Participating hosts.")];
+const CHANNELS_DOC: &str = "Independent instances of the algorithm the buffer is split over, each on its own connections (NCCL's channels); channel c's connections start on NIC port c. auto = one per NIC port a connection leaves unused: the NIC's ports for roce, stellar, mprdma and udmp, ports / qps for qp_scaling, 1 for mrc (which sprays over every port), and never more than the size can fill. 1 to 64.";
+const W_ALL_TO_ALL: &[Param] = &[
+    p("size", Ty::Size, "", "Bytes per ordered pair (nccl-tests' size, in the collectives table, is hosts x this)."),
+    p("hosts", Ty::Hosts, "all", "Participating hosts."),
+    p("channels", Ty::Int, "auto", CHANNELS_DOC),
+];
 const W_ALL_REDUCE: &[Param] = &[
-    p("size", Ty::Size, "", "Buffer per host, at least N bytes; each of the 2(N-1) steps moves size/N (rounded up)."),
-    p("hosts", Ty::Hosts, "all", "Ring members, in ring order."),
+    p("size", Ty::Size, "", "Buffer per host. ring: at least hosts x channels bytes, each of the 2(N-1) steps moving size/(N x channels) per channel (rounded up); tree: each of the two trees carries half of each channel's share."),
+    p("hosts", Ty::Hosts, "all", "Participating hosts, in rank order (the ring's order)."),
+    c("algorithm", "ring", &["ring", "tree", "halving_doubling"], "ring: 2(N-1) steps around the ranks. tree: NCCL's double binary tree, reduce up and broadcast down two trees, pipelined (2 log2 N hops of latency). halving_doubling: Rabenseifner's recursive halving then doubling, 2 log2 N steps (a number of hosts that is not a power of two pairs the extra ranks up first)."),
+    p("channels", Ty::Int, "auto", CHANNELS_DOC),
+    p("chunk", Ty::Size, "auto", "Pipeline piece of ring and tree: each transfer is cut into pieces of at most this many bytes, each moving on as soon as it arrived. auto = whole ring steps, 512KiB tree pieces (NCCL's step)."),
+];
+const W_ALL_GATHER: &[Param] = &[
+    p("size", Ty::Size, "", "The whole gathered buffer (nccl-tests' size): each host contributes size/N."),
+    p("hosts", Ty::Hosts, "all", "Participating hosts, in rank order."),
+    c("algorithm", "ring", &["ring", "halving_doubling"], "ring: N-1 steps of size/N. halving_doubling: recursive doubling, log2 N steps of growing size (a power-of-two number of hosts)."),
+    p("channels", Ty::Int, "auto", CHANNELS_DOC),
+    p("chunk", Ty::Size, "auto", "Pipeline piece of a ring step (auto: whole steps)."),
+];
+const W_REDUCE_SCATTER: &[Param] = &[
+    p("size", Ty::Size, "", "The whole input buffer per host (nccl-tests' size): each host ends with size/N of the sum."),
+    p("hosts", Ty::Hosts, "all", "Participating hosts, in rank order."),
+    c("algorithm", "ring", &["ring", "halving_doubling"], "ring: N-1 steps of size/N. halving_doubling: recursive halving, log2 N steps of shrinking size (a power-of-two number of hosts)."),
+    p("channels", Ty::Int, "auto", CHANNELS_DOC),
+    p("chunk", Ty::Size, "auto", "Pipeline piece of a ring step (auto: whole steps)."),
+];
+const W_BROADCAST: &[Param] = &[
+    p("size", Ty::Size, "", "The root's buffer, sent to every host."),
+    p("hosts", Ty::Hosts, "all", "Participating hosts, in rank order: the chain runs root, root+1, ..."),
+    p("root", Ty::Int, "0", "The rank (index into hosts) that broadcasts."),
+    p("channels", Ty::Int, "auto", CHANNELS_DOC),
+    p("chunk", Ty::Size, "512KiB", "Pipeline piece: each hop forwards a piece as soon as it arrived."),
+];
+const W_ALL_TO_ALLV: &[Param] = &[
+    p("sizes", Ty::List, "", "N rows of N sizes: row i gives the bytes host i sends to each host (0 on the diagonal and for pairs that send nothing)."),
+    p("hosts", Ty::Hosts, "all", "Participating hosts, in rank order (a count or a list of N)."),
+    p("channels", Ty::Int, "auto", CHANNELS_DOC),
+];
+const W_BARRIER: &[Param] = &[p("hosts", Ty::Hosts, "all", "Participating hosts, in rank order.")];
+const W_POISSON: &[Param] = &[
+    p("cdf", Ty::Str, "", "Flow sizes: websearch (DCTCP's web search), fb_hadoop (Facebook Hadoop) or alistorage (Alibaba storage 2019), the distributions of HPCC's and Parsimon's evaluations; or a CSV file (relative to the scenario's folder) of points `bytes,cumulative percent` (or fractions), interpolated linearly."),
+    p("load", Ty::Float, "", "The share of each sending host's link it offers on average (0 to 1): flows start as a Poisson process of rate load x link rate / (8 x mean size)."),
+    p("duration", Ty::Duration, "", "Flows start during this long after the workload's start."),
+    p("hosts", Ty::Hosts, "all", "Senders and receivers: each flow goes to a uniformly random other one."),
+    p("groups", Ty::List, "none", "Lists of hosts that send only within their list (instead of hosts), e.g. [[0, 1, 2, 3], [4, 5, 6, 7]]."),
+];
+const W_CHAKRA: &[Param] = &[
+    p("trace", Ty::Str, "", "The trace's file name prefix, relative to the scenario's folder: rank r is <trace>.<r>.et (Chakra execution trace: length-prefixed protobuf Node records)."),
+    p("ranks", Ty::Int, "auto", "Ranks to read (files <trace>.0.et to <trace>.<ranks-1>.et); auto = every file from rank 0 on."),
+    p("ranks_per_host", Ty::Int, "1", "Ranks sharing each host: consecutive ranks r, r+1, ... on one host, their traffic to each other free (NVLink). A trace taken at N ranks runs on N / ranks_per_host hosts."),
+    p("hosts", Ty::Hosts, "all", "The host of each group of ranks_per_host ranks, in rank order; all: hosts 0, 1, 2, ..."),
+    p("name", Ty::Str, "= trace", "Its name in the jobs table."),
+];
+const W_HTSIM: &[Param] = &[
+    p("file", Ty::Str, "", "An htsim connection matrix (.cm), relative to the scenario's folder: Nodes/Connections/Triggers/Failures headers, `src->dst id N start <us> size <bytes>` flows, oneshot and barrier triggers (send_done_trigger / recv_done_trigger: the flow's receipt), failure lines (links down from the start)."),
+    p("hosts", Ty::Hosts, "all", "The host of each node of the file, in node order; all: node i is host i."),
+];
+
+/// `[[jobs]]` keys.
+pub const JOBS: &[Param] = &[
+    p("name", Ty::Str, "\"job<i>\"", "Its name in the results."),
+    p("ranks", Ty::Int, "", "Ranks, one per host (a host is one NIC: model a server's NICs as hosts)."),
+    p("hosts", Ty::Hosts, "all", "The hosts it may be placed on (the pool the placement picks from)."),
+    p("ranks_per_host", Ty::Int, "1", "Ranks sharing each host (a server's GPUs behind one NIC): consecutive ranks on one host, their traffic to each other (tensor-parallel all-reduces, pipeline transfers) taking no network time."),
+    p("placement", Ty::Choice, "packed", "packed: rank i on the i-th host of the pool. random: a random set of the pool's hosts in random rank order (a fragmented cluster). rerank: the same set as random, ranked in topology order (STELLAR's re-ranking: communicating ranks close). Or a list of hosts, one per rank."),
+    p("tp", Ty::Int, "1", "Tensor-parallel size: ranks r = t + tp (d + dp p) with t the tensor index, innermost (Megatron's order)."),
+    p("pp", Ty::Int, "1", "Pipeline-parallel size (stages, outermost). The data-parallel size is ranks / (tp x pp)."),
+    p("ep", Ty::Int, "1", "Expert-parallel size: each data-parallel group splits into groups of ep consecutive members (must divide the data-parallel size)."),
+    p("iterations", Ty::Int, "1", "Iterations, back to back on each rank (for an on/off job: per burst; auto there = as many as fill duty x period at the job's estimated solo pace)."),
+    p("compute", Ty::Duration, "0us", "Compute per iteration per rank (with pp > 1: all its microbatches, a backward twice a forward)."),
+    p("jitter", Ty::Float, "0.0", "Each rank's compute varies per iteration, uniformly within +- this fraction (seeded)."),
+    p("stragglers", Ty::List, "none", "Array of tables { rank, slowdown }: ranks whose compute takes slowdown times as long (stragglers, slower GPUs)."),
+    p("microbatches", Ty::Int, "1", "With pp > 1: microbatches per iteration (GPipe: all forwards, then all backwards)."),
+    p("activation", Ty::Size, "", "With pp > 1 (required): bytes sent to the next stage after each microbatch's forward and back after its backward."),
+    p("start", Ty::Duration, "0us", "When the job starts."),
+    p("transport", Ty::Table, "the scenario's", "A [transport] table for this job's connections only."),
+    p("on_off", Ty::Table, "none", "Bursts, for a background job (STELLAR Fig. 10): { period, duty = 0.5, bursts }. Burst k starts k periods after the job (or when burst k-1 ends, if later) and runs `iterations` iterations (auto: as many as fill duty x period at the estimated solo pace); bursts defaults to as many as fit before the scenario's stop."),
+    p("collectives", Ty::List, "none", "Array of tables ([[jobs.collectives]]): the collectives each iteration runs."),
+    p("startup", Ty::Table, "none", "The start-up of its ranks' secure containers before the first iteration ([jobs.startup]): memory registration (STELLAR's PVDMA or pin-all) and virtual devices."),
+];
+
+/// `[jobs.startup]` keys.
+pub const STARTUP: &[Param] = &[
+    c("pinning", "pvdma", &["none", "pin_all", "pvdma"], "pin_all: the hypervisor pins all of the container's memory at boot. pvdma: nothing at boot; the first DMA to each 2 MiB block pins it through the map cache (the blocks of the job's buffers, charged before the first iteration). none: no start-up cost."),
+    c("device", "none", &["none", "vf", "vstellar"], "The container's RDMA device: an SR-IOV VF (checked against the VF count and the PCIe switch's BDF lookup table) or a vSTELLAR device (1.5 s to create, up to 64k per host)."),
+    p("memory", Ty::Size, "16GB", "Memory of each rank's container."),
+    p("boot", Ty::Duration, "6s", "Container boot without pinning (fitted to STELLAR Fig. 6: PVDMA under 20 s at every size)."),
+    p("hypervisor_per_gb", Ty::Duration, "7.64ms", "Hypervisor time per GB of memory, pinned or not (Fig. 6: 11 s more at 1.6 TB than at 160 GB)."),
+    p("pin_per_gb", Ty::Duration, "232ms", "IOMMU pinning time per GB (fitted: pin-all start-up of a 1.6 TB container 390 s)."),
+    p("map_miss", Ty::Duration, "25us", "PVDMA's cost per block beyond pinning it: the trap to the hypervisor and the map cache update (fabricsim's)."),
+    p("map_cache", Ty::Int, "65536", "2 MiB blocks the map cache holds (128 GiB; fabricsim's). A job touching more re-pins every block every iteration."),
+    p("vstellar_create", Ty::Duration, "1.5s", "Time to create a vSTELLAR device (STELLAR section 4)."),
+    p("vstellar_max", Ty::Int, "65536", "vSTELLAR devices per host at most (STELLAR: 64k)."),
+    p("max_vfs", Ty::Int, "16", "VFs per NIC at most (SR-IOV; fabricsim's)."),
+    p("bdfs_per_switch", Ty::Int, "32", "BDF entries of the PCIe switch's lookup table (STELLAR section 3)."),
+    p("bdfs_per_vf", Ty::Int, "4", "Entries a GPU-direct VF takes (fabricsim's reading of the paper's 32 entries for at most 8 VFs per NIC)."),
+    p("containers_per_host", Ty::Int, "auto", "Containers on each of the job's hosts, each with its own device; auto = the ranks of all jobs placed there."),
+    p("doorbell", Ty::Str, "shm", "Where the device's doorbell page is mapped: \"shm\" (virtio shared memory, STELLAR's fix) or a guest-physical address; with pvdma, an address inside a 2 MiB block of a DMA region is refused (Fig. 5)."),
+    p("regions", Ty::List, "auto", "DMA regions [{ gpa, size }]; auto = the job's buffers (each collective's send and receive buffers, pipeline activations, NCCL's 4 MiB staging buffers per channel) laid out from 4 GiB."),
+];
+
+/// `[[jobs.collectives]]` keys (besides the keys of the workload of its kind, but hosts).
+pub const JOB_COLLECTIVES: &[Param] = &[
+    c("group", "dp", &["world", "dp", "tp", "pp", "ep"], "The communicators it runs on: one instance per group of this kind each iteration."),
+    c("kind", "", &["all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "all_to_allv", "barrier"], "The collective; its keys (size, algorithm, channels, chunk, root, sizes) are those of the workload of that kind."),
+    p("at", Ty::Float, "1.0", "Fraction of the iteration's compute at which it starts on each rank (after the rank's previous collective of the same group), or a list of fractions: an instance at each (gradient buckets overlapping the backward pass)."),
+    p("blocking", Ty::Bool, "false", "The compute waits for it (a tensor-parallel all-reduce in the forward pass); otherwise only the iteration's end does."),
+];
+
+/// `on_off` keys of a job.
+pub const ON_OFF: &[Param] = &[
+    p("period", Ty::Duration, "", "A burst starts every period."),
+    p(
+        "duty",
+        Ty::Float,
+        "0.5",
+        "The share of a period a burst fills at the job's solo pace (sizes `iterations = auto`).",
+    ),
+    p("bursts", Ty::Int, "auto", "How many bursts; auto = as many as start before the scenario's stop."),
+];
+
+/// `stragglers` entries of a job.
+pub const STRAGGLERS: &[Param] = &[
+    p("rank", Ty::Int, "", "The rank."),
+    p("slowdown", Ty::Float, "1.0", "Its compute takes this many times as long."),
 ];
 
 /// Fault kinds.
@@ -328,8 +464,21 @@ pub const CATALOG: &[Section] = &[
     Section { section: "workload", kind: Some("flows"), doc: "An explicit list of flows.", params: W_FLOWS },
     Section { section: "workload", kind: Some("permutation"), doc: "Every host sends to a distinct random other host.", params: W_PERMUTATION },
     Section { section: "workload", kind: Some("incast"), doc: "N senders to one receiver.", params: W_INCAST },
-    Section { section: "workload", kind: Some("all_to_all"), doc: "Every host to every other.", params: W_ALL_TO_ALL },
-    Section { section: "workload", kind: Some("all_reduce"), doc: "Ring all-reduce in 2(N-1) dependent steps.", params: W_ALL_REDUCE },
+    Section { section: "workload", kind: Some("all_to_all"), doc: "Every host to every other at once (busbw factor (N-1)/N).", params: W_ALL_TO_ALL },
+    Section { section: "workload", kind: Some("all_reduce"), doc: "All-reduce: ring, double binary tree or halving-doubling (busbw factor 2(N-1)/N).", params: W_ALL_REDUCE },
+    Section { section: "workload", kind: Some("all_gather"), doc: "All-gather: ring or recursive doubling (busbw factor (N-1)/N).", params: W_ALL_GATHER },
+    Section { section: "workload", kind: Some("reduce_scatter"), doc: "Reduce-scatter: ring or recursive halving (busbw factor (N-1)/N).", params: W_REDUCE_SCATTER },
+    Section { section: "workload", kind: Some("broadcast"), doc: "Broadcast from a root down a pipelined chain, NCCL's ring broadcast (busbw factor 1).", params: W_BROADCAST },
+    Section { section: "workload", kind: Some("all_to_allv"), doc: "All-to-all with a size per pair (busbw factor (N-1)/N on nccl-tests' size: N x the mean size per pair).", params: W_ALL_TO_ALLV },
+    Section { section: "workload", kind: Some("poisson"), doc: "A datacenter traffic mix: Poisson arrivals at a target load, sizes from a CDF; the summary reports FCT slowdown by flow size.", params: W_POISSON },
+    Section { section: "workload", kind: Some("chakra"), doc: "A Chakra execution trace replayed as a job: compute, send/receive and collective nodes with their dependencies (see the README).", params: W_CHAKRA },
+    Section { section: "workload", kind: Some("htsim"), doc: "The flows of an htsim connection matrix, with its triggers as dependencies and its failures as links down (see the README).", params: W_HTSIM },
+    Section { section: "workload", kind: Some("barrier"), doc: "Dissemination barrier: ceil(log2 N) rounds of 8-byte messages (time only).", params: W_BARRIER },
+    Section { section: "jobs", kind: None, doc: "One [[jobs]] entry: a training job.", params: JOBS },
+    Section { section: "jobs.collectives", kind: None, doc: "One [[jobs.collectives]] entry of a job.", params: JOB_COLLECTIVES },
+    Section { section: "jobs.startup", kind: None, doc: "A job's container start-up (STELLAR section 5).", params: STARTUP },
+    Section { section: "jobs.on_off", kind: None, doc: "A job's bursts.", params: ON_OFF },
+    Section { section: "jobs.stragglers", kind: None, doc: "One straggler of a job.", params: STRAGGLERS },
     Section { section: "faults", kind: None, doc: "One [[faults]] entry. Names (as in ports.parquet): switches leaf[i], spine[i] (leaf_spine), edge[i], agg[i], core[i] (fat_tree), t0[p*groups+g], t1[p*t1_per_plane+k] (multi_plane, plane p); ports <switch>.up[j] (toward higher tiers) and <switch>.down[j] (toward hosts), numbered per switch; host[h].nic[p] for host h's NIC port p. A cable is named by either end's port.", params: FAULTS },
     Section { section: "output", kind: None, doc: "Recording.", params: OUTPUT },
 ];

@@ -56,7 +56,7 @@ impl Sim {
         let fabric = Fabric::new(&scenario.topology, &scenario.links, scenario.fabric.clone(), max_frame)?;
         let nics_per_host = fabric.nics();
         check_memory(&scenario, fabric.hosts(), nics_per_host)?;
-        let plan = fabricsim_workload::build(&scenario.workloads, fabric.hosts(), scenario.seed)?;
+        let plan = crate::plan::build(&scenario, &fabric)?;
         check_planes(&scenario, nics_per_host)?;
         check_message_sizes(&scenario, &plan.messages)?;
         let mut nic = Nic::new(fabric.hosts(), nics_per_host, plan.messages.len());
@@ -64,12 +64,13 @@ impl Sim {
             let transport = scenario.transport_of(c.workload);
             let all_ports = transport.spans_all_ports();
             // A single-port connection's QP i uses NIC port (connection + i) mod ports, as
-            // collective libraries spread queue pairs over a multi-rail NIC.
+            // collective libraries spread queue pairs over a multi-rail NIC, or (port + i)
+            // for a connection pinned to a port (a collective's channel).
             let place = |qp: u32| {
                 if all_ports {
                     EndpointPlace { first_port: 0, ports: nics_per_host as u8 }
                 } else {
-                    EndpointPlace { first_port: ((ci as u32 + qp) % nics_per_host) as u8, ports: 1 }
+                    EndpointPlace { first_port: ((c.port.unwrap_or(ci as u32) + qp) % nics_per_host) as u8, ports: 1 }
                 }
             };
             // Keyed by workload and position in it: adding a workload or appending a
@@ -100,7 +101,7 @@ impl Sim {
                 let (ideal, sender_ideal) = hops.map_or((Dur::ZERO, Dur::ZERO), |hops| {
                     ideal_times(&hops, transport, m.size, scenario.mtu, nics_per_host, scenario.links.host_link)
                 });
-                MsgState::new(m.deps.len() as u32, ideal, sender_ideal)
+                MsgState::new(m.deps.len() as u32, Time::ZERO + m.start, ideal, sender_ideal)
             })
             .collect();
         let deps = Dependencies::new(&plan);

@@ -1,6 +1,11 @@
 //! Workload generators.
 
-use crate::{CollectiveSpec, ConnSpec, MessageSpec, Plan, WorkloadError};
+use crate::builder::Builder;
+use crate::collectives::{self, CollectiveOp};
+use crate::jobs::{self, Job};
+use crate::mix::PoissonMix;
+use crate::traces::{chakra, topological_order, DagFlow};
+use crate::{Plan, TimePoint, WorkloadError};
 use fabricsim_engine::{Dur, Rng};
 
 /// A set of hosts: all of them, the first `n`, or an explicit list.
@@ -15,7 +20,7 @@ pub enum HostSet {
 }
 
 /// What a workload generates.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum WorkloadKind {
     /// Explicit flows: `(src, dst, size, start)`.
     Flows(Vec<(u32, u32, u64, Dur)>),
@@ -36,26 +41,44 @@ pub enum WorkloadKind {
         /// Bytes per sender.
         size: u64,
     },
-    /// Every host in `hosts` sends `size` bytes to every other.
-    AllToAll {
-        /// Participating hosts.
+    /// One collective over `hosts` (rank `i` on the `i`-th host; see
+    /// [`collectives`](crate::collectives)).
+    Collective {
+        /// The ranks' hosts, in rank order.
         hosts: HostSet,
-        /// Bytes per pair.
-        size: u64,
+        /// The operation.
+        op: CollectiveOp,
     },
-    /// Ring all-reduce of `size` bytes per host over `hosts` (in ring order): `2(N-1)`
-    /// steps of `size/N`-byte chunks; host `i` forwards step `s` after receiving step
-    /// `s-1` from host `i-1`.
-    AllReduce {
-        /// Ring members in order.
+    /// A training job (see [`jobs`](crate::jobs)).
+    Job(Box<Job>),
+    /// Flows arriving as a Poisson process at a target load, sizes from a CDF (see
+    /// [`mix`](crate::mix)), among `hosts` (or within the mix's groups).
+    Poisson {
+        /// The senders and receivers (unless the mix has groups).
         hosts: HostSet,
-        /// Buffer size per host.
-        size: u64,
+        /// The mix.
+        mix: PoissonMix,
+    },
+    /// A Chakra execution trace, replayed as a job (see [`chakra`](crate::traces::chakra)).
+    Chakra {
+        /// Its name in the results.
+        name: String,
+        /// Its ranks' nodes and hosts.
+        trace: Box<chakra::Trace>,
+    },
+    /// Flows with dependencies, from a trace file (see [`traces`](crate::traces)),
+    /// in any order.
+    Dag {
+        /// The flows.
+        flows: Vec<DagFlow>,
+        /// The key of the file they come from, and its name, for errors
+        /// (`("workload[0].file", "traffic.cm")`).
+        source: (String, String),
     },
 }
 
 /// One workload of a scenario.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct WorkloadSpec {
     /// What it generates.
     pub kind: WorkloadKind,
@@ -68,7 +91,7 @@ fn err(field: String, message: impl Into<String>) -> WorkloadError {
 }
 
 /// Resolves a host set against `nhosts`; `random` picks counts at random.
-fn resolve(
+pub(crate) fn resolve(
     set: &HostSet,
     nhosts: u32,
     field: &str,
@@ -113,43 +136,27 @@ fn resolve(
     }
 }
 
-struct Builder {
-    plan: Plan,
-    workload: u32,
-    start: Dur,
-    /// Connections opened by the current workload so far.
-    local: u32,
-}
-
-impl Builder {
-    fn conn(&mut self, src: u32, dst: u32) -> u32 {
-        self.plan.conns.push(ConnSpec { src, dst, workload: self.workload, index: self.local });
-        self.local += 1;
-        (self.plan.conns.len() - 1) as u32
-    }
-    fn message(&mut self, conn: u32, size: u64, offset: Dur, deps: Vec<u32>, collective: Option<u32>) -> u32 {
-        self.plan.messages.push(MessageSpec {
-            conn,
-            size,
-            start: self.start + offset,
-            deps,
-            workload: self.workload,
-            collective,
-        });
-        (self.plan.messages.len() - 1) as u32
-    }
-}
-
-/// Builds the plan of `workloads` on a fabric of `nhosts` hosts. Random choices
-/// (permutations, incast senders) use a stream per workload under `seed`.
+/// Builds the plan of `workloads` on a fabric of `nhosts` hosts, every collective on
+/// one channel unless it names its own. Random choices (permutations, incast senders)
+/// use a stream per workload under `seed`.
 pub fn build(workloads: &[WorkloadSpec], nhosts: u32, seed: u64) -> Result<Plan, WorkloadError> {
-    let mut b = Builder { plan: Plan::default(), workload: 0, start: Dur::ZERO, local: 0 };
+    build_with(workloads, nhosts, seed, &[])
+}
+
+/// [`build`], with `auto_channels[w]` the channels of workload `w`'s collectives that
+/// leave them to the run (1 beyond the list).
+pub fn build_with(
+    workloads: &[WorkloadSpec],
+    nhosts: u32,
+    seed: u64,
+    auto_channels: &[u32],
+) -> Result<Plan, WorkloadError> {
+    let mut b = Builder::default();
     for (w, spec) in workloads.iter().enumerate() {
-        b.workload = w as u32;
-        b.start = spec.start;
-        b.local = 0;
+        b.begin(w as u32);
         let f = |k: &str| format!("workload[{w}].{k}");
         let mut rng = Rng::stream(seed, &[0x3011, w as u64]);
+        let at = TimePoint::at(spec.start);
         match &spec.kind {
             WorkloadKind::Flows(flows) => {
                 if flows.is_empty() {
@@ -165,8 +172,8 @@ pub fn build(workloads: &[WorkloadSpec], nhosts: u32, seed: u64) -> Result<Plan,
                     if src == dst {
                         return Err(err(ff("dst"), "a flow needs two different hosts"));
                     }
-                    let c = b.conn(src, dst);
-                    b.message(c, size, start, Vec::new(), None);
+                    let c = b.conn(src, dst, None);
+                    b.message(c, size, &at.plus(start), &[], None);
                 }
             }
             WorkloadKind::Permutation { hosts, size } => {
@@ -176,8 +183,8 @@ pub fn build(workloads: &[WorkloadSpec], nhosts: u32, seed: u64) -> Result<Plan,
                 }
                 let perm = derangement(hosts.len(), &mut rng);
                 for (i, &j) in perm.iter().enumerate() {
-                    let c = b.conn(hosts[i], hosts[j]);
-                    b.message(c, *size, Dur::ZERO, Vec::new(), None);
+                    let c = b.conn(hosts[i], hosts[j], None);
+                    b.message(c, *size, &at, &[], None);
                 }
             }
             WorkloadKind::Incast { senders, receiver, size } => {
@@ -192,73 +199,133 @@ pub fn build(workloads: &[WorkloadSpec], nhosts: u32, seed: u64) -> Result<Plan,
                     return Err(err(f("senders"), "at least one sender is required"));
                 }
                 for s in senders {
-                    let c = b.conn(s, *receiver);
-                    b.message(c, *size, Dur::ZERO, Vec::new(), None);
+                    let c = b.conn(s, *receiver, None);
+                    b.message(c, *size, &at, &[], None);
                 }
             }
-            WorkloadKind::AllToAll { hosts, size } => {
+            WorkloadKind::Collective { hosts, op } => {
                 let hosts = resolve(hosts, nhosts, &f("hosts"), &mut rng, false, None)?;
-                if hosts.len() < 2 {
-                    return Err(err(f("hosts"), "all_to_all needs at least 2 hosts"));
-                }
-                b.plan.collectives.push(CollectiveSpec {
-                    kind: "all_to_all",
-                    workload: w as u32,
-                    hosts: hosts.len() as u32,
-                    size: *size,
-                });
-                let coll = (b.plan.collectives.len() - 1) as u32;
-                for &s in &hosts {
-                    for &d in &hosts {
-                        if s != d {
-                            let c = b.conn(s, d);
-                            b.message(c, *size, Dur::ZERO, Vec::new(), Some(coll));
+                let entry = vec![at.clone(); hosts.len()];
+                let cx = collectives::Ctx {
+                    comm: 0,
+                    field: &format!("workload[{w}]"),
+                    auto_channels: auto_channels.get(w).copied().unwrap_or(1),
+                    job: None,
+                };
+                collectives::expand(&mut b, op, &hosts, &entry, &cx)?;
+            }
+            WorkloadKind::Dag { flows, source } => {
+                let bad = |m: String| err(source.0.clone(), format!("{}: {m}", source.1));
+                for f in flows {
+                    for (side, h) in [("src", f.src), ("dst", f.dst)] {
+                        if h >= nhosts {
+                            return Err(bad(format!(
+                                "{}, {side}: host {h} does not exist (hosts are 0..{})",
+                                f.origin,
+                                nhosts - 1
+                            )));
                         }
                     }
                 }
+                let order = topological_order(flows).map_err(bad)?;
+                let mut id = vec![u32::MAX; flows.len()];
+                for i in order {
+                    let f = &flows[i as usize];
+                    let mut tp = at.plus(f.start);
+                    for &(d, gap) in &f.deps {
+                        tp.merge(&TimePoint { at: Dur::ZERO, after: vec![(id[d as usize], gap)] });
+                    }
+                    let c = b.conn(f.src, f.dst, None);
+                    id[i as usize] = b.message(c, f.size, &tp, &[], None);
+                }
             }
-            WorkloadKind::AllReduce { hosts, size } => {
+            WorkloadKind::Poisson { hosts, mix } => {
                 let hosts = resolve(hosts, nhosts, &f("hosts"), &mut rng, false, None)?;
-                let n = hosts.len();
-                if n < 2 {
-                    return Err(err(f("hosts"), "all_reduce needs at least 2 hosts"));
+                for (g, members) in mix.groups.iter().enumerate() {
+                    resolve(
+                        &HostSet::List(members.clone()),
+                        nhosts,
+                        &format!("workload[{w}].groups[{g}]"),
+                        &mut rng,
+                        false,
+                        None,
+                    )?;
                 }
-                if *size < n as u64 {
-                    // Each step moves size/N: at least a byte per host.
-                    return Err(err(
-                        f("size"),
-                        format!("must be at least the number of hosts ({n}): each step moves size/N bytes, got {size}"),
-                    ));
+                if mix.groups.is_empty() && hosts.len() < 2 {
+                    return Err(err(f("hosts"), "a traffic mix needs at least 2 hosts"));
                 }
-                b.plan.collectives.push(CollectiveSpec {
-                    kind: "all_reduce",
-                    workload: w as u32,
-                    hosts: n as u32,
-                    size: *size,
-                });
-                let coll = (b.plan.collectives.len() - 1) as u32;
-                let chunk = size.div_ceil(n as u64);
-                let ring: Vec<u32> = (0..n).map(|i| b.conn(hosts[i], hosts[(i + 1) % n])).collect();
-                let mut prev: Vec<u32> = Vec::new();
-                for step in 0..2 * (n - 1) {
-                    let cur: Vec<u32> = (0..n)
-                        .map(|i| {
-                            let deps = if step == 0 { Vec::new() } else { vec![prev[(i + n - 1) % n]] };
-                            b.message(ring[i], chunk, Dur::ZERO, deps, Some(coll))
-                        })
-                        .collect();
-                    prev = cur;
+                debug_assert!(mix.link_bps > 0, "the run sets the link rate");
+                for (src, dst, size, start) in mix.flows(&hosts, seed, w as u64, &format!("workload[{w}]"))? {
+                    let c = b.conn(src, dst, None);
+                    b.message(c, size, &at.plus(start), &[], None);
                 }
             }
+            WorkloadKind::Chakra { name, trace } => {
+                for (r, (file, _, h)) in trace.ranks.iter().enumerate() {
+                    if *h >= nhosts {
+                        return Err(err(
+                            trace.key.clone(),
+                            format!(
+                                "{file}: rank {r} is placed on host {h}, which does not exist (hosts are 0..{})",
+                                nhosts - 1
+                            ),
+                        ));
+                    }
+                }
+                let j = b.plan.jobs.len() as u32;
+                let auto = auto_channels.get(w).copied().unwrap_or(1);
+                let rec = chakra::build(&mut b, trace, j, name, spec.start, auto)?;
+                b.plan.jobs.push(rec);
+            }
+            WorkloadKind::Job(job) => {
+                let j = b.plan.jobs.len() as u32;
+                let auto = auto_channels.get(w).copied().unwrap_or(1);
+                let rec = jobs::build(&mut b, job, j, spec.start, nhosts, seed, auto)?;
+                b.plan.jobs.push(rec);
+            }
         }
+        b.finish(nhosts);
     }
+    check_devices(workloads, &b.plan)?;
     for (i, m) in b.plan.messages.iter().enumerate() {
-        if m.size == 0 {
-            return Err(err(format!("workload[{}].size", m.workload), "must be at least 1 byte"));
-        }
+        // Every message moves a byte at least (sizes are checked as they are read);
+        // the empty ones are marks.
         debug_assert!(m.deps.iter().all(|&d| (d as usize) < i), "dependencies point backwards");
+        debug_assert!((m.conn as usize) < b.plan.conns.len(), "every message and mark has a connection");
     }
     Ok(b.plan)
+}
+
+/// Refuses more containers on a host than its virtual devices allow: every rank of
+/// every job is a container, and a job that models its devices must fit beside the
+/// others on its hosts (or the count it gives).
+fn check_devices(workloads: &[WorkloadSpec], plan: &Plan) -> Result<(), WorkloadError> {
+    let mut per_host: std::collections::BTreeMap<u32, u32> = std::collections::BTreeMap::new();
+    for rec in &plan.jobs {
+        for &h in &rec.hosts {
+            *per_host.entry(h).or_default() += 1;
+        }
+    }
+    let jobs = workloads.iter().filter_map(|w| match &w.kind {
+        WorkloadKind::Job(j) => Some(j),
+        _ => None,
+    });
+    for (job, rec) in
+        jobs.zip(plan.jobs.iter().filter(|r| matches!(workloads[r.workload as usize].kind, WorkloadKind::Job(_))))
+    {
+        let Some(s) = &job.startup else { continue };
+        let Some((cap, why)) = s.capacity() else { continue };
+        for &h in &rec.hosts {
+            let n = s.containers_per_host.unwrap_or(per_host[&h]);
+            if n > cap {
+                return Err(err(
+                    format!("{}.startup.device", job.key),
+                    format!("host {h} would hold {n} containers: {why}"),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A uniformly random permutation of `0..n` without fixed points (rejection sampling:
@@ -276,6 +343,7 @@ fn derangement(n: usize, rng: &mut Rng) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::CollectiveKind;
 
     fn one(kind: WorkloadKind) -> Result<Plan, WorkloadError> {
         build(&[WorkloadSpec { kind, start: Dur::ZERO }], 16, 1)
@@ -311,7 +379,8 @@ mod tests {
 
     #[test]
     fn ring_all_reduce_has_2n_minus_2_dependent_steps_on_n_connections() {
-        let p = one(WorkloadKind::AllReduce { hosts: HostSet::Count(4), size: 4000 }).unwrap();
+        let op = CollectiveOp::new(CollectiveKind::AllReduce, 4000);
+        let p = one(WorkloadKind::Collective { hosts: HostSet::Count(4), op }).unwrap();
         assert_eq!(p.conns.len(), 4);
         assert_eq!(p.messages.len(), 4 * 6);
         assert!(p.messages.iter().all(|m| m.size == 1000));
@@ -327,7 +396,8 @@ mod tests {
         assert_eq!(e.to_string(), "workload[0].receiver: host 99 does not exist (hosts are 0..15)");
         let e = one(WorkloadKind::Flows(vec![(0, 0, 5, Dur::ZERO)])).unwrap_err();
         assert!(e.to_string().starts_with("workload[0].flows[0].dst"), "{e}");
-        let e = one(WorkloadKind::AllToAll { hosts: HostSet::Count(40), size: 1 }).unwrap_err();
+        let op = CollectiveOp::new(CollectiveKind::AllToAll, 1);
+        let e = one(WorkloadKind::Collective { hosts: HostSet::Count(40), op }).unwrap_err();
         assert!(e.to_string().contains("only 16 are available"), "{e}");
         let e = one(WorkloadKind::Permutation { hosts: HostSet::List(vec![1, 1]), size: 1 }).unwrap_err();
         assert!(e.to_string().contains("listed twice"), "{e}");

@@ -7,6 +7,6 @@ larger and draws the figures. Keeping one builder for both means the checked tre
 the published experiment cannot drift apart.
 """
 
-from . import common, mrc, stellar, udmp
+from . import collectives, common, mrc, stellar, udmp
 
-__all__ = ["common", "mrc", "stellar", "udmp"]
+__all__ = ["collectives", "common", "mrc", "stellar", "udmp"]

@@ -236,13 +236,16 @@ def _collective_setup(transport: str, loss: float):
 def ring_all_reduce(transport: str, loss: float, hosts: int = 16, size: str = "32MB", seed: int = 2, **topo) -> Dict[str, Any]:
     """Fig. 16: a ring all-reduce over ``hosts`` hosts in a shuffled ring order, with
     random loss ``loss`` on every link. ``transport``: ``roce`` (1 QP per neighbour),
-    ``roce16`` (QP-Scaling, 16 QPs spread over the NIC ports) or ``mrc``."""
+    ``roce16`` (QP-Scaling, 16 QPs spread over the NIC ports) or ``mrc``. One channel
+    (one connection per neighbour), as the paper's comparison has it: a RoCE ring left
+    to ``channels = "auto"`` would get a ring per NIC port."""
     t = multi_plane(**topo)
     order = list(range(hosts))
     random.Random(3).shuffle(order)
     fabric, tr = _collective_setup(transport, loss)
     return {"name": f"all-reduce-{transport}-{loss}", "seed": seed, "topology": t, "fabric": fabric, "transport": tr,
-            "workload": {"kind": "all_reduce", "hosts": order, "size": size}, "output": {"sample_interval": "0us"}}
+            "workload": {"kind": "all_reduce", "hosts": order, "size": size, "channels": 1},
+            "output": {"sample_interval": "0us"}}
 
 
 def all_to_all(transport: str, loss: float, hosts: int = 16, size: str = "1MB", seed: int = 2, **topo) -> Dict[str, Any]:

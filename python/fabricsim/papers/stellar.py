@@ -12,6 +12,12 @@ UDP source port. The figures are reproduced here as trends:
   :func:`leaf_spine_all_reduce` for the paper's collective).
 - Fig. 9: ToR queue depth of the path-selection algorithms at 4 and 128 paths
   (:func:`fat_tree_permutation` with ``algo``, :func:`queue_depth`).
+- Fig. 10: an all-reduce job's bus bandwidth beside static or bursty background
+  all-reduce jobs (:func:`background_jobs`, :func:`foreground_busbw`).
+- Fig. 16: training-step time under random and re-ranked placement, STELLAR against a
+  single-path RoCE NIC (:func:`training_job`, :func:`step_time`).
+- Fig. 6: container start-up against memory, pin-all against PVDMA (:func:`startup`,
+  :func:`startup_seconds`).
 
 The fabric is fabricsim's default (PFC and ECN on), as in the paper's RoCE network; only
 the transport changes. The paper's HPN fabric (60 aggregation switches, 2 x 200G NIC
@@ -189,3 +195,88 @@ def summary_row(r) -> Dict[str, Any]:
 def rows(records: List[Dict[str, Any]]) -> pd.DataFrame:
     """Records as a table (for experiments)."""
     return pd.DataFrame.from_records(records)
+
+
+# --- Fig. 10: an all-reduce beside static and bursty background jobs -----------------
+
+def background_jobs(paths: int, algo: str = "obs", background: str = "static", seed: int = 1, size: str = "2MB",
+                    iterations: int = 10, ranks: int = 8, leaves: int = 6, spines: int = 4, hosts_per_leaf: int = 4,
+                    period: str = "1ms", stop: str = "8ms") -> Dict[str, Any]:
+    """Fig. 10, scaled down: three all-reduce jobs of ``ranks`` ranks on a leaf-spine
+    (1:1 at the default shape), each on every third host (so every job's ring crosses
+    leaves and the jobs meet on the spine links), placed at random within its hosts.
+    Job 0, the foreground, runs ``iterations`` all-reduces of ``size``; the two
+    background jobs run all-reduces back to back (``background = "static"``), in bursts
+    filling half of every ``period`` (``"bursty"``, the paper's 5 s on / 5 s off scaled
+    down), or not at all (``"none"``). Every job sprays over ``paths`` paths with
+    ``algo``. The run stops at ``stop``."""
+    hosts = leaves * hosts_per_leaf
+
+    def job(k: int, **extra) -> Dict[str, Any]:
+        return {"name": ("foreground", "background1", "background2")[k], "ranks": ranks,
+                "hosts": [h for h in range(hosts) if h % 3 == k], "placement": "random",
+                "collectives": [{"kind": "all_reduce", "size": size}], **extra}
+
+    jobs = [job(0, iterations=iterations)]
+    if background == "static":
+        jobs += [job(1, iterations=1000), job(2, iterations=1000)]
+    elif background == "bursty":
+        jobs += [job(k, on_off={"period": period, "duty": 0.5}) for k in (1, 2)]
+    elif background != "none":
+        raise ValueError(f"background: {background!r} (allowed: none, static, bursty)")
+    return {"name": f"stellar-fig10-{background}-{algo}-{paths}", "seed": seed, "stop": stop,
+            "topology": {"kind": "leaf_spine", "leaves": leaves, "spines": spines, "hosts_per_leaf": hosts_per_leaf},
+            "transport": transport(paths, algo), "jobs": jobs, "output": {"sample_interval": "0us"}}
+
+
+def foreground_busbw(r) -> float:
+    """Fig. 10's metric: the foreground job's (job 0) mean bus bandwidth over its
+    finished all-reduces, Gb/s."""
+    c = r.collectives
+    return float(c.loc[c["job"] == 0, "busbw_gbps"].dropna().mean())
+
+
+# --- Fig. 16: placement and transport in a training job ------------------------------
+
+def training_job(transport_kind: str, placement: str, seed: int = 1, iterations: int = 4, compute: str = "300us",
+                 dp_size: str = "8MB", leaves: int = 4, spines: int = 2, hosts_per_leaf: int = 4) -> Dict[str, Any]:
+    """Fig. 16, scaled down: one training job on every host of a 2:1 oversubscribed
+    leaf-spine (the paper's two network segments become leaves), 2 ranks per host
+    (STELLAR's servers: 8 GPUs on 4 NICs) with tensor parallelism 2 inside the host and
+    data parallelism across hosts: a blocking tensor all-reduce in the forward pass and
+    two gradient buckets overlapping the backward. ``placement``: ``"rerank"``
+    (topology order: the data-parallel ring crosses each leaf boundary once) or
+    ``"random"`` (the same hosts in random order: most ring hops cross the spines).
+    ``transport_kind``: ``"stellar"`` (128-path spraying) or ``"roce"`` (one path per
+    QP, ECMP: the paper's CX7 baseline)."""
+    ranks = 2 * leaves * hosts_per_leaf
+    job = {"name": "llm", "ranks": ranks, "ranks_per_host": 2, "tp": 2, "placement": placement,
+           "iterations": iterations, "compute": compute,
+           "collectives": [{"group": "tp", "kind": "all_reduce", "size": "16MB", "at": [0.3], "blocking": True},
+                           {"group": "dp", "kind": "all_reduce", "size": dp_size, "at": [0.6, 1.0]}]}
+    tr = {"kind": "roce"} if transport_kind == "roce" else transport(128)
+    return {"name": f"stellar-fig16-{transport_kind}-{placement}", "seed": seed,
+            "topology": {"kind": "leaf_spine", "leaves": leaves, "spines": spines, "hosts_per_leaf": hosts_per_leaf},
+            "transport": tr, "jobs": [job], "output": {"sample_interval": "0us"}}
+
+
+def step_time(r) -> float:
+    """Mean step time after the first iteration, microseconds."""
+    return float(r.jobs["step_ns"].iloc[1:].astype(float).mean() / 1e3)
+
+
+# --- Fig. 6: container start-up --------------------------------------------------------
+
+def startup(memory: str, pinning: str, ranks: int = 4) -> Dict[str, Any]:
+    """Fig. 6: a small job whose containers of ``memory`` start with ``pinning``
+    (``"pin_all"`` or ``"pvdma"``) before one all-reduce."""
+    return {"name": f"stellar-fig6-{pinning}-{memory}",
+            "topology": {"kind": "leaf_spine", "leaves": 1, "spines": 1, "hosts_per_leaf": ranks},
+            "jobs": [{"name": "pod", "ranks": ranks, "startup": {"pinning": pinning, "memory": memory},
+                      "collectives": [{"kind": "all_reduce", "size": "64MB"}]}],
+            "output": {"sample_interval": "0us"}}
+
+
+def startup_seconds(r) -> float:
+    """The job's start-up (its first iteration's start), seconds."""
+    return r.summary["jobs"][0]["startup_ns"] / 1e9

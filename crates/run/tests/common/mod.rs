@@ -117,3 +117,17 @@ pub fn jain(x: &[f64]) -> f64 {
     let s2: f64 = x.iter().map(|v| v * v).sum();
     s * s / (x.len() as f64 * s2)
 }
+
+pub fn col_i64_of(t: &fabricsim_run::Table, name: &str) -> Vec<i64> {
+    match t.get(name) {
+        Some(Column::I64(v)) => v.clone(),
+        other => panic!("{name}: {other:?}"),
+    }
+}
+
+pub fn col_str(t: &fabricsim_run::Table, name: &str) -> Vec<String> {
+    match t.get(name) {
+        Some(Column::Str(v)) => v.clone(),
+        other => panic!("{name}: {other:?}"),
+    }
+}

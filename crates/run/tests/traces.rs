@@ -1,0 +1,246 @@
+//! Trace inputs: htsim connection matrices.
+
+mod common;
+
+use common::*;
+use fabricsim_run::Scenario;
+use std::path::Path;
+
+fn data() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data"))
+}
+
+fn htsim(workload: &str) -> String {
+    format!(
+        "[topology]\nkind = \"leaf_spine\"\nleaves = 1\nspines = 1\nhosts_per_leaf = 4\n\
+         [transport]\nkind = \"roce\"\ncc = \"none\"\n[output]\nsample_interval = \"0us\"\n[[workload]]\n{workload}"
+    )
+}
+
+#[test]
+fn a_triggered_chain_runs_flow_after_flow() {
+    let sc = Scenario::from_toml_in(&htsim("kind = \"htsim\"\nfile = \"ring4.cm\""), data()).unwrap();
+    let (_, r) = run_scenario(sc);
+    let start = col_i64(&r, "start_ns");
+    let finish = col_i64(&r, "finish_ns");
+    let ideal = col_u64(&r.flows, "ideal_fct_ns");
+    assert_eq!(start.len(), 5);
+    // Each link of the chain starts as the flow before it is received.
+    for i in 1..4 {
+        assert_eq!(start[i], finish[i - 1], "flow {i}");
+    }
+    assert_eq!(start[4], 5_000, "start 5 is in microseconds");
+    // Uncontended, the chain takes four flows' ideal times (the small flow shares host
+    // 1's and 3's links briefly).
+    let chain = finish[3] - start[0];
+    let want: i64 = ideal[..4].iter().map(|&x| x as i64).sum();
+    assert!(chain >= want && (chain as f64) < want as f64 * 1.02, "{chain} against {want}");
+}
+
+#[test]
+fn nodes_map_onto_hosts_and_failures_become_links_down() {
+    let dir = std::env::temp_dir().join(format!("fabricsim-cm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("f.cm"),
+        "Nodes 2\nFailures 1\n0->1 start 0 size 100000\nfailure switch_type TOR switch_id 1 link_id 0\n",
+    )
+    .unwrap();
+    let toml = "[topology]\nkind = \"fat_tree\"\nk = 4\n[output]\nsample_interval = \"0us\"\n\
+                [[workload]]\nkind = \"htsim\"\nfile = \"f.cm\"\nhosts = [0, 15]";
+    let sc = Scenario::from_toml_in(toml, &dir).unwrap();
+    assert_eq!(sc.faults.len(), 1);
+    let (_, r) = run_scenario(sc);
+    assert_eq!(col_u32(&r.flows, "dst"), vec![15]);
+    let faults = &r.summary["faults"];
+    assert_eq!(faults[0]["target"], "edge[1].up[0]");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn bad_matrices_are_refused_with_the_file_line_and_field() {
+    let dir = std::env::temp_dir().join(format!("fabricsim-badcm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let err = |body: &str, extra: &str| {
+        std::fs::write(dir.join("t.cm"), body).unwrap();
+        let sc = Scenario::from_toml_in(&htsim(&format!("kind = \"htsim\"\nfile = \"t.cm\"\n{extra}")), &dir);
+        match sc {
+            Err(e) => e.to_string(),
+            Ok(sc) => fabricsim_run::Sim::new(sc).err().map(|e| e.to_string()).expect("refused"),
+        }
+    };
+    assert_eq!(
+        err("Nodes 4\n0->1 start 0 size 2MB\n", ""),
+        "workload[0].file: t.cm: line 2, size: expected a number of bytes, got \"2MB\""
+    );
+    // A host beyond the topology, found when the plan is built.
+    assert_eq!(
+        err("Nodes 8\n0->7 start 0 size 5\n", ""),
+        "workload[0].file: t.cm: line 2, dst: host 7 does not exist (hosts are 0..3)"
+    );
+    // A cycle of triggers is refused before running.
+    let cyc =
+        "Nodes 4\n0->1 id 1 trigger 2 size 5 send_done_trigger 1\n1->2 id 2 trigger 1 size 5 send_done_trigger 2\n\
+               trigger id 1 oneshot\ntrigger id 2 oneshot\n";
+    let e = err(cyc, "");
+    assert!(e.starts_with("workload[0].file: t.cm: the dependencies form a cycle"), "{e}");
+    assert!(e.contains("line 2 waits for line 3, which waits for line 2"), "{e}");
+    assert!(err("Nodes 2\n0->1 start 0 size 5\n", "hosts = [0]")
+        .starts_with("workload[0].hosts: maps 1 nodes but the file has 2"));
+    assert!(err("", "").contains("no \"Nodes N\" line"));
+    let missing = Scenario::from_toml_in(&htsim("kind = \"htsim\"\nfile = \"nope.cm\""), &dir).unwrap_err().to_string();
+    assert!(missing.starts_with("workload[0].file: cannot read ") && missing.contains("nope.cm"), "{missing}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+mod chakra_traces {
+    use super::*;
+    use fabricsim_engine::Dur;
+    use fabricsim_workload::traces::chakra::{self, Node, NodeKind};
+    use fabricsim_workload::CollectiveKind;
+
+    fn node(id: u64, kind: NodeKind, deps: &[u64]) -> Node {
+        Node {
+            id,
+            name: format!("n{id}"),
+            kind,
+            deps: deps.to_vec(),
+            duration: Dur::ZERO,
+            size: 0,
+            peer: 0,
+            tag: 0,
+            group: String::new(),
+            record: 0,
+        }
+    }
+    fn comp(id: u64, us: u64, deps: &[u64]) -> Node {
+        Node { duration: Dur::from_us(us), ..node(id, NodeKind::Compute, deps) }
+    }
+    fn coll(id: u64, kind: CollectiveKind, size: u64, group: &str, deps: &[u64]) -> Node {
+        Node { size, group: group.into(), ..node(id, NodeKind::Collective(kind), deps) }
+    }
+    fn p2p(id: u64, send: bool, peer: u32, size: u64, deps: &[u64]) -> Node {
+        Node { size, peer, tag: 7, ..node(id, if send { NodeKind::Send } else { NodeKind::Recv }, deps) }
+    }
+
+    /// The committed trace (`tests/data/chakra/tiny.<rank>.et`): 4 ranks compute 100 us,
+    /// all-reduce 1 MB, compute 50 us; then rank 0 sends 256 KB to rank 1 while ranks
+    /// 2 and 3 all-gather 400 KB in their own process group; then 20 us of compute.
+    fn tiny() -> Vec<Vec<Node>> {
+        (0..4u32)
+            .map(|r| {
+                let fourth = match r {
+                    0 => p2p(4, true, 1, 256_000, &[3]),
+                    1 => p2p(4, false, 0, 256_000, &[3]),
+                    _ => coll(4, CollectiveKind::AllGather, 400_000, "pair", &[3]),
+                };
+                vec![
+                    comp(1, 100, &[]),
+                    coll(2, CollectiveKind::AllReduce, 1_000_000, "", &[1]),
+                    comp(3, 50, &[2]),
+                    fourth,
+                    comp(5, 20, &[4]),
+                ]
+            })
+            .collect()
+    }
+
+    fn dir() -> std::path::PathBuf {
+        data().join("chakra")
+    }
+
+    #[test]
+    fn the_committed_trace_decodes_to_what_it_was_made_from() {
+        // FABRICSIM_WRITE_TRACES=1 writes the files anew (after changing tiny()).
+        for (r, nodes) in tiny().iter().enumerate() {
+            let path = dir().join(format!("tiny.{r}.et"));
+            let bytes = chakra::encode(nodes);
+            if std::env::var_os("FABRICSIM_WRITE_TRACES").is_some() {
+                std::fs::write(&path, &bytes).unwrap();
+            }
+            assert_eq!(std::fs::read(&path).unwrap(), bytes, "{}", path.display());
+            let back = chakra::parse(&bytes).unwrap();
+            for (a, b) in back.iter().zip(nodes) {
+                assert_eq!(
+                    (a.id, &a.kind, &a.deps, a.duration, a.size, &a.group),
+                    (b.id, &b.kind, &b.deps, b.duration, b.size, &b.group)
+                );
+            }
+        }
+    }
+
+    fn replay(extra: &str) -> fabricsim_run::RunResult {
+        let sc = Scenario::from_toml_in(&htsim(&format!("kind = \"chakra\"\ntrace = \"tiny\"\n{extra}")), &dir());
+        run_scenario(sc.unwrap_or_else(|e| panic!("{e}"))).1
+    }
+
+    #[test]
+    fn a_trace_replays_compute_collectives_and_sends_in_dependency_order() {
+        let r = replay("");
+        let kind = col_str(&r.collectives, "kind");
+        assert_eq!(kind, vec!["all_reduce", "all_gather"]);
+        assert_eq!(col_u32(&r.collectives, "hosts"), vec![4, 2]);
+        let start = col_i64_of(&r.collectives, "start_ns");
+        let finish = col_i64_of(&r.collectives, "finish_ns");
+        assert_eq!(start[0], 100_000, "after 100 us of compute");
+        // The send and the all-gather start 50 us after each rank's all-reduce ends.
+        let sizes = col_u64(&r.flows, "size_bytes");
+        let send = sizes.iter().position(|&s| s == 256_000).expect("the send");
+        let send_start = col_i64(&r, "start_ns")[send];
+        assert!(send_start >= finish[0] - 10_000 + 50_000 && send_start <= finish[0] + 50_000, "{send_start}");
+        assert!(start[1] >= finish[0] - 10_000 + 50_000 && start[1] <= finish[0] + 50_000);
+        // One job row: the whole trace, ending 20 us after the last transfer.
+        let end = col_i64_of(&r.jobs, "end_ns")[0];
+        let last = finish[1].max(col_i64(&r, "finish_ns")[send]);
+        assert_eq!(end, last + 20_000);
+        assert_eq!(col_u64(&r.jobs, "compute_ns"), vec![170_000]);
+    }
+
+    #[test]
+    fn ranks_per_host_replays_four_ranks_on_two_hosts() {
+        let r = replay("ranks_per_host = 2\nhosts = [1, 3]");
+        // The send from rank 0 to rank 1 and the all-gather between ranks 2 and 3 stay
+        // on their hosts; only the all-reduce's ring crosses the network.
+        let src = col_u32(&r.flows, "src");
+        let dst = col_u32(&r.flows, "dst");
+        assert!(src.iter().zip(&dst).all(|(s, d)| (*s, *d) == (1, 3) || (*s, *d) == (3, 1)), "{src:?} {dst:?}");
+        assert_eq!(r.flows.rows(), 2 * 6, "two ring hops of 6 steps cross hosts");
+        assert_eq!(col_u32(&r.collectives, "hosts"), vec![4, 2]);
+    }
+
+    #[test]
+    fn bad_traces_are_refused_with_the_file_record_and_field() {
+        let tmp = std::env::temp_dir().join(format!("fabricsim-chakra-{}", std::process::id()));
+        std::fs::create_dir_all(&tmp).unwrap();
+        let err = |ranks: &[Vec<Node>], cut: usize| {
+            for (r, nodes) in ranks.iter().enumerate() {
+                let mut b = chakra::encode(nodes);
+                if r == 0 && cut > 0 {
+                    b.truncate(b.len() - cut);
+                }
+                std::fs::write(tmp.join(format!("t.{r}.et")), b).unwrap();
+            }
+            let sc = Scenario::from_toml_in(
+                &htsim(&format!("kind = \"chakra\"\ntrace = \"t\"\nranks = {}", ranks.len())),
+                &tmp,
+            );
+            match sc {
+                Err(e) => e.to_string(),
+                Ok(sc) => fabricsim_run::Sim::new(sc).err().map(|e| e.to_string()).expect("refused"),
+            }
+        };
+        let e = err(&tiny(), 3);
+        assert!(e.starts_with("workload[0].trace: t.0.et: record 6: "), "{e}");
+        let e = err(&[vec![comp(1, 5, &[9])], vec![comp(1, 5, &[])]], 0);
+        assert_eq!(e, "workload[0].trace: t.0.et, record 2 (node 1): field ctrl_deps/data_deps: node 9 is not in this rank's trace");
+        let e = err(&[vec![p2p(1, false, 1, 5, &[])], vec![comp(1, 5, &[])]], 0);
+        assert!(e.contains("a receive from rank 1 with tag 7 that no send matches"), "{e}");
+        // Each rank waits to receive before it sends: a deadlock, refused before running.
+        let dead = |me: u32| vec![p2p(1, false, 1 - me, 5, &[]), p2p(2, true, 1 - me, 5, &[1])];
+        let e = err(&[dead(0), dead(1)], 0);
+        assert!(e.contains("form a cycle") && e.starts_with("workload[0].trace: t.0.et, record 2 (node 1)"), "{e}");
+        let cyc = vec![comp(1, 5, &[2]), comp(2, 5, &[1])];
+        assert!(err(&[cyc.clone(), cyc], 0).contains("form a cycle"));
+        std::fs::remove_dir_all(&tmp).ok();
+    }
+}
