@@ -9,11 +9,13 @@ import re
 import tempfile
 from importlib import resources
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple, Union
 
 from . import _core, _toml
 from ._core import ScenarioError
-from .results import Result
+
+if TYPE_CHECKING:
+    from .results import Result
 
 ScenarioLike = Union[str, "os.PathLike[str]", Mapping[str, Any]]
 
@@ -167,6 +169,10 @@ def run(scenario: ScenarioLike, *, seed: Optional[int] = None, progress: bool = 
         text, fmt, path = json.dumps(plain, allow_nan=False), "json", None
     else:
         text, fmt, path = load(scenario)
+    # Imported here, not at the top: fabricsim.results brings pandas and pyarrow, which
+    # validating or listing does not need.
+    from .results import Result
+
     capture = None
     if pcap is not None:
         fd, name = tempfile.mkstemp(prefix="fabricsim-", suffix=".pcap")

@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import sys
 import tempfile
 import textwrap
@@ -14,9 +15,8 @@ import warnings
 from pathlib import Path
 from typing import List, NoReturn, Optional
 
-from . import __version__
+from . import __version__, _interrupted_early
 from ._core import ScenarioError
-from .results import PlotWarning
 
 
 class _Parser(argparse.ArgumentParser):
@@ -156,9 +156,12 @@ def _cmd_run(a: argparse.Namespace) -> int:
                      pcap_snap=a.pcap_snap, partitions=a.partitions)
     except ScenarioError as e:
         return _fail(_flag_error(str(e), a) or f"{scenario}: {e}")
+    from .results import PlotWarning
+
     out = a.out or _default_out(result.summary["name"])
     # The scenario's output.plots decides, unless --no-plots.
     plots = False if a.no_plots else None
+    where = f"--out {out}" if a.out is not None else f"output folder {out}"
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", PlotWarning)
@@ -171,8 +174,12 @@ def _cmd_run(a: argparse.Namespace) -> int:
     except OSError as e:
         # Checked before the run, but the disk can fill or the folder appear meanwhile;
         # save() leaves nothing behind.
-        where = f"--out {out}" if a.out is not None else f"output folder {out}"
         return _fail(f"{where}: cannot write the output folder: {_reason(e)}", 1)
+    except MemoryError:
+        # A huge result (a fault schedule of millions of flaps, say) can exhaust memory
+        # while its tables are encoded; save() has removed what it wrote.
+        return _fail(f"{where}: out of memory while writing the results; nothing was written "
+                     "(a shorter run, coarser output.sample_interval or fewer faults make smaller results)", 1)
     if not a.quiet:
         print(summary_table(result.summary, out))
     return 0
@@ -307,8 +314,15 @@ _seed = _int_in(0, 2**63 - 1, "0 and 2^63-1", base=0)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+    # Everything, the parsing and the imports the commands make (pandas takes a good
+    # part of a second), runs inside this try: a Ctrl-C at any moment is "interrupted"
+    # and status 130, never a KeyboardInterrupt traceback. (Before this, the package's
+    # own early handler answered Ctrl-C; from here Python's KeyboardInterrupt does, so
+    # that save() can remove what it started.)
     try:
+        if signal.getsignal(signal.SIGINT) is _interrupted_early:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        args = build_parser().parse_args(argv)
         return int(args.func(args))
     except KeyboardInterrupt:
         sys.stderr.write("fabricsim: interrupted\n")
@@ -320,6 +334,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 141
     except (OSError, FileExistsError) as e:
         return _fail(str(e), 1)
+    except MemoryError:
+        return _fail("out of memory (the run's results did not fit: a shorter run, a coarser "
+                     "output.sample_interval or fewer faults make smaller results)", 1)
+    except Exception as e:  # noqa: BLE001 - a fault of fabricsim: one paragraph, not a traceback
+        what = " ".join(str(e).split())
+        what = what if len(what) <= 200 else what[:200] + f"... ({len(what)} characters)"
+        return _fail(f"internal error, please report it: {type(e).__name__}" + (f": {what}" if what else ""), 1)
 
 
 if __name__ == "__main__":
