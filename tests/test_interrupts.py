@@ -145,3 +145,82 @@ def test_the_package_still_offers_result_and_plot_warning():
     assert fabricsim.Result is Result and fabricsim.PlotWarning is PlotWarning
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         fabricsim.nothing  # noqa: B018
+
+
+# --- temporary folders of killed runs ----------------------------------------------
+
+ONE_FLOW = """
+[topology]
+kind = "leaf_spine"
+leaves = 2
+spines = 1
+hosts_per_leaf = 1
+[workload]
+kind = "flows"
+flows = [{ src = 0, dst = 1, size = "10KB" }]
+[output]
+plots = false
+"""
+
+
+def _dead_pid() -> int:
+    p = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    return int(p.stdout)
+
+
+def _temporaries(folder: Path) -> list:
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
+
+
+def test_a_save_removes_the_temporary_folders_of_dead_runs_and_only_those(tmp_path):
+    from fabricsim.results import _HOST
+
+    other_host = "0" * 8 if _HOST != "0" * 8 else "1" * 8
+    dead, live = _dead_pid(), os.getpid()
+    made = {
+        "stale": f".run-a.fabricsim-{dead}-{_HOST}-0123abcd.tmp",          # removed
+        "live": f".run-b.fabricsim-{live}-{_HOST}-0123abcd.tmp",           # this process's
+        "parent": f".run-c.fabricsim-{os.getppid()}-{_HOST}-0123abcd.tmp",  # a live process's
+        "elsewhere": f".run-d.fabricsim-{dead}-{other_host}-0123abcd.tmp",  # another machine's
+        "folders": f".run-e.fabricsim-{dead}-{_HOST}-0123abcd.tmp",         # holds a folder: not save()'s
+        "foreign": ".run-f.tmp",                                           # not named as ours
+    }
+    for key, name in made.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "flows.parquet").write_bytes(b"x")
+    (tmp_path / made["folders"] / "sub").mkdir()
+    fabricsim.run(ONE_FLOW).save(tmp_path / "o")
+    assert _temporaries(tmp_path) == sorted(n for k, n in made.items() if k != "stale")
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+def test_the_temporary_folder_of_a_run_killed_while_writing_goes_with_the_next_run(tmp_path):
+    # A SIGKILL while the results were written left a hidden .<name>....tmp folder in
+    # fabricsim-out/ for ever.
+    scenario = tmp_path / "one.toml"
+    scenario.write_text(ONE_FLOW.replace("plots = false", "plots = true"))
+    # A run whose save stops, once the tables are written, in a plot that never ends.
+    slow = ("import sys, time, fabricsim.results\n"
+            "fabricsim.results.Result._draw_plots = lambda self, folder: time.sleep(600)\n"
+            "from fabricsim.cli import main\n"
+            "sys.exit(main(sys.argv[1:]))\n")
+    p = subprocess.Popen([sys.executable, "-c", slow, "run", str(scenario), "--quiet"], cwd=tmp_path,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out = tmp_path / "fabricsim-out"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and p.poll() is None:
+            if out.is_dir() and [t for t in out.iterdir() if (t / "summary.json").exists()]:
+                break
+            time.sleep(0.01)
+        assert p.poll() is None, p.communicate()
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    finally:
+        p.kill()
+    left = _temporaries(out)
+    assert len(left) == 1 and left[0].startswith(".scenario-"), left
+    # The next run writing there removes it (and writes its own folder).
+    q = fabricsim.cli.main(["run", str(scenario), "--quiet", "--no-plots", "--out", str(out / "next")])
+    assert q == 0
+    assert sorted(x.name for x in out.iterdir()) == ["next"]
