@@ -253,7 +253,8 @@ fn resolve_faults(sc: &Scenario, fabric: &Fabric) -> Result<Vec<Fault>, Scenario
                         ScenarioError::new(
                             &format!("faults[{i}].link"),
                             format!(
-                                "no port \"{name}\" in this topology ({}; names look like {})",
+                                "no port {} in this topology ({}; names look like {})",
+                                crate::quoted(name),
                                 name_hint(fabric, name),
                                 example_names(fabric)
                             ),
@@ -269,7 +270,8 @@ fn resolve_faults(sc: &Scenario, fabric: &Fabric) -> Result<Vec<Fault>, Scenario
                             ScenarioError::new(
                                 &format!("faults[{i}].switch"),
                                 format!(
-                                    "no switch \"{name}\" in this topology ({}; for example {})",
+                                    "no switch {} in this topology ({}; for example {})",
+                                    crate::quoted(name),
                                     name_hint(fabric, name),
                                     fabric.nodes[fabric.hosts() as usize].name
                                 ),
@@ -1385,7 +1387,15 @@ impl Sim {
             } else if let Some(n) = self.fabric.node_by_name(name) {
                 ports.extend_from_slice(self.fabric.ports_of(n));
             } else {
-                return Err(ScenarioError::new("pcap", format!("no port or node \"{name}\" in this topology ({}; names look like {}, or a node such as \"host[0]\")", name_hint(&self.fabric, name), example_names(&self.fabric))));
+                return Err(ScenarioError::new(
+                    "pcap",
+                    format!(
+                        "no port or node {} in this topology ({}; names look like {}, or a node such as \"host[0]\")",
+                        crate::quoted(name),
+                        name_hint(&self.fabric, name),
+                        example_names(&self.fabric)
+                    ),
+                ));
             }
         }
         if ports.is_empty() {
