@@ -68,7 +68,7 @@ def _plain(value: Any, path: str, depth: int = 0) -> Any:
         prefix = "workload[0]" if path == "workload" else path
         for k, v in value.items():
             if not isinstance(k, str):
-                raise ScenarioError(f"{where}: keys must be strings, got {type(k).__name__} {k!r}")
+                raise ScenarioError(f"{where}: keys must be strings, got {type(k).__name__} {shown(k)}")
             key = k if _BARE_KEY.fullmatch(k) else json.dumps(k)
             out[k] = _plain(v, f"{prefix}.{key}" if prefix else key, depth + 1)
         return out
@@ -77,6 +77,13 @@ def _plain(value: Any, path: str, depth: int = 0) -> Any:
     if isinstance(value, (set, frozenset)):
         raise ScenarioError(f"{where}: expected a list, got a {type(value).__name__}, which has no order (use sorted(...))")
     raise ScenarioError(f"{where}: expected a string, number, boolean, table or list, got {type(value).__name__}")
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` for an error message, cut after 64 characters (followed by ``...``
+    and the full length), as the core quotes the values it refuses."""
+    text = repr(value)
+    return text if len(text) <= 64 else f"{text[:64]}... ({len(text)} characters)"
 
 
 #: A key TOML writes without quotes (others are quoted in error paths, as the core does).
@@ -176,8 +183,8 @@ def run(scenario: ScenarioLike, *, seed: Optional[int] = None, progress: bool = 
     """Runs a scenario and returns its :class:`Result`.
 
     ``seed`` overrides the scenario's seed, ``partitions`` its number of partitions (1 to
-    8, simulated on as many threads; results depend on it, as on the seed); ``progress``
-    draws a progress line on stderr. The overrides are recorded in the summary's echo of
+    ``_core.MAX_PARTITIONS``, 8, simulated on as many threads; results depend on it, as
+    on the seed); ``progress`` draws a progress line on stderr. The overrides are recorded in the summary's echo of
     the scenario and in the ``scenario.toml`` that ``Result.save`` writes, so that
     running that file again gives the same results.
     ``pcap`` (comma-separated port, host or switch names, e.g. ``"leaf[0].up[1],host[3]"``)
@@ -192,21 +199,22 @@ def run(scenario: ScenarioLike, *, seed: Optional[int] = None, progress: bool = 
     seed, partitions, pcap_snap = (v.item() if type(v).__module__ == "numpy" and hasattr(v, "item") else v
                                    for v in (seed, partitions, pcap_snap))
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0 or seed >= 2**63):
-        raise ScenarioError(f"seed: expected an integer between 0 and 2^63-1, got {seed!r}")
-    if partitions is not None and (not isinstance(partitions, int) or isinstance(partitions, bool) or not 1 <= partitions <= 8):
-        raise ScenarioError(f"partitions: expected an integer between 1 and 8, got {partitions!r}")
+        raise ScenarioError(f"seed: expected an integer between 0 and 2^63-1, got {shown(seed)}")
+    top = _core.MAX_PARTITIONS
+    if partitions is not None and (not isinstance(partitions, int) or isinstance(partitions, bool) or not 1 <= partitions <= top):
+        raise ScenarioError(f"partitions: expected an integer between 1 and {top}, got {shown(partitions)}")
     if pcap_snap is not None and pcap is None:
         raise ScenarioError("pcap_snap: applies to a capture; give pcap (the links to capture) too")
     if pcap_snap is None:
         pcap_snap = 128
     if not isinstance(pcap_snap, int) or isinstance(pcap_snap, bool) or not 0 <= pcap_snap <= 65535:
-        raise ScenarioError(f"pcap_snap: expected an integer between 0 and 65535, got {pcap_snap!r}")
+        raise ScenarioError(f"pcap_snap: expected an integer between 0 and 65535, got {shown(pcap_snap)}")
     # The core takes only these exact types and would raise a bare TypeError.
     if not isinstance(progress, bool):
-        raise ScenarioError(f"progress: expected True or False, got {progress!r}")
+        raise ScenarioError(f"progress: expected True or False, got {shown(progress)}")
     if pcap is not None and not isinstance(pcap, str):
         raise ScenarioError(f"pcap: expected a string of comma-separated port, host or switch names "
-                            f"(e.g. \"leaf[0].up[1],host[3]\") or None, got {pcap!r}")
+                            f"(e.g. \"leaf[0].up[1],host[3]\") or None, got {shown(pcap)}")
     plain = _plain(scenario, "") if isinstance(scenario, Mapping) else None
     if plain is not None:
         text, fmt, path = json.dumps(plain, allow_nan=False), "json", None

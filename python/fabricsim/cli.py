@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import List, NoReturn, Optional
 
 from . import __version__, _interrupted_early
-from ._core import ScenarioError
+from ._core import MAX_PARTITIONS, ScenarioError
+from .api import shown
 
 
 class _Parser(argparse.ArgumentParser):
@@ -131,7 +132,8 @@ def _flag_error(message: str, a: argparse.Namespace) -> Optional[str]:
     ``--seed``), or None for an error about the scenario."""
     key, _, rest = message.partition(": ")
     if key == "pcap" and a.pcap is not None:
-        return f"--pcap {a.pcap}: {rest}"
+        spec = a.pcap if len(a.pcap) <= 64 else f"{a.pcap[:64]}... ({len(a.pcap)} characters)"
+        return f"--pcap {spec}: {rest}"
     if key == "partitions" and a.partitions is not None:
         return f"--partitions {a.partitions}: {rest}"
     return None
@@ -264,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("scenario", nargs="?", help="scenario TOML file (default: the bundled default scenario)")
     r.add_argument("--seed", type=_seed, help="override the scenario's seed")
     r.add_argument("--partitions", type=_partitions, metavar="N",
-                   help="override the scenario's partitions: simulate on N threads (1-8; results depend on N)")
+                   help=f"override the scenario's partitions: simulate on N threads (1-{MAX_PARTITIONS}; results depend on N)")
     r.add_argument("--out", type=Path, help="output folder (default: a new folder under ./fabricsim-out/)")
     r.add_argument("--quiet", action="store_true", help="no progress line and no summary table")
     r.add_argument("--no-plots", action="store_true", help="do not draw the PNG plots")
@@ -290,8 +292,8 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _int_in(lo: int, hi: int, shown: str, base: int = 10):
-    """An argparse type: an integer from ``lo`` to ``hi``, written ``shown`` in errors
+def _int_in(lo: int, hi: int, between: str, base: int = 10):
+    """An argparse type: an integer from ``lo`` to ``hi``, written ``between`` in errors
     (``base`` 0 also takes ``0x`` and ``0o`` prefixes)."""
     def parse(text: str) -> int:
         try:
@@ -301,14 +303,14 @@ def _int_in(lo: int, hi: int, shown: str, base: int = 10):
             try:
                 v = int(text, base)
             except ValueError:
-                raise argparse.ArgumentTypeError(f"expected an integer between {shown}, got {text!r}") from None
+                raise argparse.ArgumentTypeError(f"expected an integer between {between}, got {shown(text)}") from None
         if not lo <= v <= hi:
-            raise argparse.ArgumentTypeError(f"expected an integer between {shown}, got {text!r}")
+            raise argparse.ArgumentTypeError(f"expected an integer between {between}, got {shown(text)}")
         return v
     return parse
 
 
-_partitions = _int_in(1, 8, "1 and 8")
+_partitions = _int_in(1, MAX_PARTITIONS, f"1 and {MAX_PARTITIONS}")
 _pcap_snap = _int_in(0, 65535, "0 and 65535")
 _seed = _int_in(0, 2**63 - 1, "0 and 2^63-1", base=0)
 
