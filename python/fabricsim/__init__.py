@@ -26,11 +26,14 @@ def _interrupted_early(signum, frame) -> None:  # type: ignore[no-untyped-def]
 
 def _command() -> bool:
     """Whether this process is the ``fabricsim`` command: its console script, or
-    ``python -m fabricsim``."""
-    if _sys.argv and _os.path.basename(_sys.argv[0]) in ("fabricsim", "fabricsim.exe"):
+    ``python -m fabricsim`` (on Python 3.10+, which tells the module in orig_argv)."""
+    argv0 = _sys.argv[0] if _sys.argv else ""
+    if _os.path.basename(argv0) in ("fabricsim", "fabricsim.exe"):
         return True
-    orig = list(getattr(_sys, "orig_argv", []))  # Python 3.10+
-    return "-m" in orig[:-1] and orig[orig.index("-m") + 1] == "fabricsim"
+    if argv0 != "-m":  # "-m" while python -m locates its module (and imports this package)
+        return False
+    orig = list(getattr(_sys, "orig_argv", []))
+    return "-m" in orig and orig[orig.index("-m") + 1:][:1] == ["fabricsim"]
 
 
 # The command's own KeyboardInterrupt handling (cli.main) starts only once the package

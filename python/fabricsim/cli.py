@@ -12,8 +12,9 @@ import tempfile
 import textwrap
 import time
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
-from typing import List, NoReturn, Optional
+from typing import Iterator, List, NoReturn, Optional
 
 from . import __version__, _interrupted_early
 from ._core import MAX_PARTITIONS, ScenarioError
@@ -139,8 +140,35 @@ def _flag_error(message: str, a: argparse.Namespace) -> Optional[str]:
     return None
 
 
+#: Whether this process is the ``fabricsim`` command, whose Ctrl-C may end it at once
+#: (the package's early handler was in place when main() began); false when main() is
+#: called from Python.
+_quick_exit = False
+
+
+@contextmanager
+def _third_party_imports() -> Iterator[None]:
+    """Imports of pandas, pyarrow and matplotlib, during which Ctrl-C ends the command at
+    once with "interrupted" and status 130. A KeyboardInterrupt raised inside their
+    imports was sometimes swallowed (the run went on) or made Python end itself by
+    SIGINT after the message (status -SIGINT, not 130). Outside these imports Ctrl-C is a
+    KeyboardInterrupt, so that the run and the save clean up."""
+    if not _quick_exit:
+        yield
+        return
+    signal.signal(signal.SIGINT, _interrupted_early)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def _cmd_run(a: argparse.Namespace) -> int:
-    from .api import default_scenario, run
+    with _third_party_imports():
+        import pyarrow.parquet  # noqa: F401 - what DataFrame.to_parquet imports
+
+        from .api import default_scenario, run
+        from .results import PlotWarning
 
     if a.scenario == "":
         # An empty string used to fall back to the bundled default scenario silently.
@@ -158,11 +186,17 @@ def _cmd_run(a: argparse.Namespace) -> int:
                      pcap_snap=a.pcap_snap, partitions=a.partitions)
     except ScenarioError as e:
         return _fail(_flag_error(str(e), a) or f"{scenario}: {e}")
-    from .results import PlotWarning
-
     out = a.out or _default_out(result.summary["name"])
     # The scenario's output.plots decides, unless --no-plots.
     plots = False if a.no_plots else None
+    if result.draws_plots(plots):
+        with _third_party_imports():
+            try:
+                from .plots import _pyplot
+
+                _pyplot()
+            except Exception:  # noqa: BLE001 - save() draws the plots and reports why it cannot
+                pass
     where = f"--out {out}" if a.out is not None else f"output folder {out}"
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -320,9 +354,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     # part of a second), runs inside this try: a Ctrl-C at any moment is "interrupted"
     # and status 130, never a KeyboardInterrupt traceback. (Before this, the package's
     # own early handler answered Ctrl-C; from here Python's KeyboardInterrupt does, so
-    # that save() can remove what it started.)
+    # that the run and save() can clean up, except during _third_party_imports.)
+    global _quick_exit
     try:
         if signal.getsignal(signal.SIGINT) is _interrupted_early:
+            _quick_exit = True
             signal.signal(signal.SIGINT, signal.default_int_handler)
         args = build_parser().parse_args(argv)
         return int(args.func(args))

@@ -121,6 +121,14 @@ class Result:
                 png.unlink()
             warnings.warn(f"plots not drawn: {type(e).__name__}: {e}", PlotWarning, stacklevel=3)
 
+    def draws_plots(self, plots: Optional[bool] = None) -> bool:
+        """Whether ``save(out, plots)`` draws the plots: ``plots`` if given, else the
+        scenario's ``output.plots``."""
+        if plots is not None:
+            return plots
+        output = (self.summary.get("scenario") or {}).get("output") or {}
+        return bool(output.get("plots", True)) if isinstance(output, dict) else True
+
     def save(self, out: "os.PathLike[str] | str", plots: Optional[bool] = None) -> Path:
         """Writes every table as Parquet (``flows``, ``ports``, ``collectives``,
         ``connections``, ``paths``, ``ev_states``, ``ooo``, ``throughput``, ``faults``),
@@ -156,9 +164,7 @@ class Result:
             raise FileExistsError(f"output folder {out} already exists and is not a folder")
         if out.exists() and any(out.iterdir()):
             raise FileExistsError(f"output folder {out} already exists and is not empty")
-        if plots is None:
-            output = (self.summary.get("scenario") or {}).get("output") or {}
-            plots = bool(output.get("plots", True)) if isinstance(output, dict) else True
+        plots = self.draws_plots(plots)
         # The missing parents are made here and removed again if anything fails.
         made = []
         parent = out.parent
