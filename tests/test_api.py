@@ -11,6 +11,7 @@ import fabricsim.cli
 from conftest import SMALL
 
 FLOW_COLUMNS = ["flow_id", "src", "dst", "size_bytes", "start_ns", "finish_ns", "fct_ns", "ideal_fct_ns", "slowdown",
+                "acked_ns", "sender_fct_ns", "sender_ideal_fct_ns", "sender_slowdown",
                 "retransmitted_packets", "workload", "collective", "connection"]
 
 
@@ -76,7 +77,7 @@ def test_an_unfinished_flow_has_null_times():
     (("hosts_per_leaf = 4", "hosts_per_leaf = 0"), "topology.hosts_per_leaf: must be between 1 and"),
     (('kind = "permutation"', 'kind = "broadcast"'), 'workload[0].kind: unknown value "broadcast" (allowed: flows, permutation, incast, all_to_all, all_reduce)'),
     (('size = "200KB"', 'size = "lots"'), 'workload[0].size: expected a size such as "8MB"'),
-    (("[output]", "[output]\nsparkle = true"), "output.sparkle: unknown key (allowed here: sample_interval, plots)"),
+    (("[output]", "[output]\nsparkle = true"), "output.sparkle: unknown key (allowed here: sample_interval, plots, fct_at)"),
 ])
 def test_bad_scenarios_raise_scenario_error_with_the_key_named(change, message):
     with pytest.raises(fabricsim.ScenarioError) as e:

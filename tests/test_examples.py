@@ -22,16 +22,21 @@ def t1_rows():
 
 def test_a_dead_t1_switch_slows_mrc_a_little_and_stalls_roce_until_routing_converges(t1_rows):
     for planes in (4, 8):
-        m, r, r1 = (t1_rows[planes, t] for t in ("mrc", "roce16", "roce16-1ms"))
-        for w in (m, r, r1):
+        m, r67, r, r1 = (t1_rows[planes, t] for t in ("mrc", "roce16", "roce16-4ms", "roce16-1ms"))
+        for w in (m, r67, r, r1):
             assert w["healthy"].summary["flows"]["unfinished"] == 0, w
         # MRC retires the EVs through the dead switch and finishes within a few
         # healthy collective times (measured 1.9-2.2x at 4 MB, 1.05-1.1x at 64 MB).
         assert m["slowdown"] is not None and m["slowdown"] < 4, m
         assert m["failed"].summary["failed_connections"] == 0
         # ECMP keeps hashing QPs into the dead switch until the tables are recomputed
-        # (reroute_after = 10 ms): RoCE with a 4 ms timeout finishes only after that...
+        # (reroute_after = 10 ms): with the deployed 67 ms timeout the QPs whose
+        # packets died there resend only after it...
+        assert r67["failed"].collectives.iloc[0]["duration_ns"] > 67e6, r67
+        assert r67["failed"].summary["failed_connections"] == 0
+        # ...with a 4 ms timeout RoCE finishes only after the tables are recomputed...
         assert r["failed"].collectives.iloc[0]["duration_ns"] > 10e6, r
+        assert r["failed"].collectives.iloc[0]["duration_ns"] < 67e6, r
         assert r["slowdown"] > 10 * m["slowdown"], (r, m)
         # ...and with 1 ms (7 retries: 7 ms) QPs give up first and the ring never ends.
         assert r1["failed"].summary["flows"]["unfinished"] > 0

@@ -130,3 +130,23 @@ def test_a_bad_capture_spec_is_refused_before_anything_is_written(tmp_path):
     assert p.returncode == 2, p.stderr
     assert "pcap" in p.stderr and "spine[9]" in p.stderr and "Traceback" not in p.stderr
     assert not out.exists()
+
+
+@needs_tshark
+@pytest.mark.parametrize("kind", ["roce", "mrc"])
+def test_the_default_capture_decodes_without_malformed_frames(tmp_path, kind):
+    # A payload cut to a snap length made tshark mark every RoCE data frame
+    # "[Malformed Packet]" ("Invalid Packet Length from LRH!"): the default keeps whole
+    # frames, so every frame of the default capture decodes.
+    topo = ("multi_plane", "planes = 2\ngroups = 2\nhosts_per_group = 2\nt1_per_plane = 2") if kind == "mrc" else \
+        ("leaf_spine", "leaves = 2\nspines = 2\nhosts_per_leaf = 2")
+    out, s = run_captured(tmp_path, "host[3]", kind=kind, topo=topo[0], topo_keys=topo[1],
+                          fabric="pfc = false\ntrimming = true\nrouting = \"srv6\"" if kind == "mrc" else "",
+                          transport_keys="", dst=3, size="100000B")
+    pcap = out / "capture.pcap"
+    malformed = subprocess.run(["tshark", "-r", str(pcap), "--disable-protocol", "rpcordma", "-Y", "_ws.malformed"],
+                               capture_output=True, text=True, check=True).stdout
+    frames = tshark(pcap, "frame.len", "frame.cap_len")
+    assert len(frames) > 20
+    assert malformed.strip() == "", malformed[:500]
+    assert all(r[0] == r[1] for r in frames), "whole frames"

@@ -132,11 +132,14 @@ def test_random_loss_degrades_roce_far_more_than_mrc(all_reduce_busbw):
         # RoCE's go-back-N collapses at 1 % loss; MRC's selective recovery holds.
         assert b[(t, 0.01)] < 0.2 * b[(t, 0.0)], (t, b)
     assert b[("mrc", 0.01)] > 0.5 * b[("mrc", 0.0)], b
-    # At 0.1 % MRC keeps 86 % of its bandwidth, RoCE with 16 QPs 59 % (each of them
-    # goes back N), with one QP 79 % (of a bandwidth already seven times below MRC's).
+    # At 0.1 % MRC keeps 86 % of its bandwidth (85-88 % over seeds 2-4), RoCE with 16
+    # QPs 49 % (38-69 %: each of them goes back N). One QP loses about as large a share
+    # as MRC (74-89 %), of a bandwidth already seven times below MRC's: collisions,
+    # not loss, hold it down. What it keeps stays far below MRC's.
     cost = {t: 1 - b[(t, 0.001)] / b[(t, 0.0)] for t in ("roce", "roce16", "mrc")}
     assert cost["mrc"] < 0.2, cost
-    assert cost["roce16"] > 2 * cost["mrc"] and cost["roce"] > 1.2 * cost["mrc"], cost
+    assert cost["roce16"] > 2 * cost["mrc"], cost
+    assert b[("roce", 0.001)] < 0.2 * b[("mrc", 0.001)], b
 
 
 def test_all_to_all_mrc_beats_roce_and_small_messages_make_roce_loss_worst():

@@ -188,9 +188,10 @@ def run(scenario: ScenarioLike, *, seed: Optional[int] = None, progress: bool = 
     the scenario and in the ``scenario.toml`` that ``Result.save`` writes, so that
     running that file again gives the same results.
     ``pcap`` (comma-separated port, host or switch names, e.g. ``"leaf[0].up[1],host[3]"``)
-    captures the frames crossing those cables, both directions, with payloads cut to
-    ``pcap_snap`` bytes (default 128; only with ``pcap``) (on any number of partitions: their frames are merged by
-    time). The capture is ``Result.pcap``, a temporary file that lives as
+    captures the frames crossing those cables, both directions, whole, or with payloads cut
+    to ``pcap_snap`` bytes (only with ``pcap``; Wireshark then marks RoCE frames malformed,
+    since their headers give the uncut length) (on any number of partitions: their frames are
+    merged by time). The capture is ``Result.pcap``, a temporary file that lives as
     long as the Result: it is removed when the Result is garbage collected or Python
     exits, unless ``Result.save`` has copied it into an output folder as
     ``capture.pcap``; ``Result.pcap`` is then that copy (and later saves copy it again).
@@ -206,7 +207,9 @@ def run(scenario: ScenarioLike, *, seed: Optional[int] = None, progress: bool = 
     if pcap_snap is not None and pcap is None:
         raise ScenarioError("pcap_snap: applies to a capture; give pcap (the links to capture) too")
     if pcap_snap is None:
-        pcap_snap = 128
+        # Whole frames (no frame is longer): Wireshark's InfiniBand dissector reports a
+        # frame whose payload is cut as "[Malformed Packet]".
+        pcap_snap = 65535
     if not isinstance(pcap_snap, int) or isinstance(pcap_snap, bool) or not 0 <= pcap_snap <= 65535:
         raise ScenarioError(f"pcap_snap: expected an integer between 0 and 65535, got {shown(pcap_snap)}")
     # The core takes only these exact types and would raise a bare TypeError.

@@ -306,7 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-plots", action="store_true", help="do not draw the PNG plots")
     r.add_argument("--pcap", metavar="SPEC", help="capture the frames crossing these cables into capture.pcap: comma-separated "
                    "port names (leaf[0].up[1]), hosts (host[3]) or switches (spine[0]); both directions")
-    r.add_argument("--pcap-snap", type=_pcap_snap, metavar="BYTES", help="payload bytes kept per captured frame (default 128; with --pcap)")
+    r.add_argument("--pcap-snap", type=_pcap_snap, metavar="BYTES", help="payload bytes kept per captured frame (default: whole frames; with --pcap)")
     r.set_defaults(func=_cmd_run)
 
     v = sub.add_parser("validate", help="check a scenario without running it")

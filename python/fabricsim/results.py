@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 # Integer columns where -1 means "none" (a flow that never started or finished).
-_NULLABLE = {"start_ns", "finish_ns", "fct_ns", "collective", "duration_ns", "ooo_max", "ooo_p99"}
+_NULLABLE = {"start_ns", "finish_ns", "fct_ns", "acked_ns", "sender_fct_ns", "collective", "duration_ns", "ooo_max", "ooo_p99"}
 
 # The tables a run produces, in the order they are written.
 TABLES = ("flows", "ports", "collectives", "connections", "paths", "ev_states", "ooo", "throughput", "faults")

@@ -131,7 +131,7 @@ fn draw(p: &Progress, wall: f64, done: bool) {
 /// switch names) captures the frames crossing those cables into the file `pcap_path`,
 /// payloads cut to `pcap_snap` bytes.
 #[pyfunction]
-#[pyo3(signature = (text, format = "toml", seed = None, progress = false, pcap = None, pcap_path = None, pcap_snap = 128, partitions = None))]
+#[pyo3(signature = (text, format = "toml", seed = None, progress = false, pcap = None, pcap_path = None, pcap_snap = 65535, partitions = None))]
 #[allow(clippy::too_many_arguments)]
 fn run<'py>(
     py: Python<'py>,
@@ -222,7 +222,7 @@ fn validate<'py>(py: Python<'py>, text: &str, format: &str) -> PyResult<Bound<'p
     d.set_item("hosts", hosts)?;
     d.set_item("connections", conns)?;
     d.set_item("flows", msgs)?;
-    d.set_item("transport", sc.transport.kind())?;
+    d.set_item("transport", sc.transport.name())?;
     Ok(d)
 }
 

@@ -3,6 +3,14 @@
 //! Values a scenario may leave as `auto` depend on the connection's path (a BDP, a
 //! base RTT); [`PathContext`] carries what the run computed for that connection, and
 //! [`endpoint_pair`] resolves them.
+//!
+//! # Adding a transport kind
+//! Every fact about a kind is an exhaustive `match` here or in the scenario parser:
+//! add the kind to [`transport_kinds!`]'s list and a variant to [`TransportSpec`], and
+//! the compiler lists the rest: its name's parsing (`scenario::parse_transport_at`),
+//! its schema section (checked by a test), [`TransportSpec::kind`], its QPs, the ports
+//! it spans, its headers, its state's size, the keys the run checks, and the endpoints
+//! it becomes.
 
 use fabricsim_engine::{Dur, Rate, Rng, Time};
 use fabricsim_transport::common::{SprayResponder, SprayResponderConfig};
@@ -13,6 +21,77 @@ use fabricsim_transport::stellar::{PathAlgo, StellarConfig, StellarSender, Windo
 use fabricsim_transport::udmp::{UdmpConfig, UdmpSender};
 use fabricsim_transport::{AnyEndpoint, ConnInfo};
 use fabricsim_wire::packet::{BASE_HEADER_BYTES, EXT_BYTES, PREAMBLE_IFG_BYTES, RETH_BYTES};
+
+/// Defines [`TransportKind`] and its list of every kind from one list of names, so that
+/// the list cannot miss a kind.
+macro_rules! transport_kinds {
+    ($($(#[$doc:meta])* $kind:ident => $name:literal),* $(,)?) => {
+        /// A transport kind (`transport.kind`).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum TransportKind {
+            $($(#[$doc])* $kind),*
+        }
+
+        impl TransportKind {
+            /// Every kind, in the order the documentation lists them.
+            pub const ALL: &'static [TransportKind] = &[$(TransportKind::$kind),*];
+            /// Their scenario names, in the same order.
+            pub const NAMES: &'static [&'static str] = &[$($name),*];
+
+            /// The scenario name (`transport.kind`).
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(TransportKind::$kind => $name),*
+                }
+            }
+        }
+    };
+}
+
+transport_kinds! {
+    /// RoCEv2 RC with DCQCN.
+    Roce => "roce",
+    /// K RoCE QPs per connection.
+    QpScaling => "qp_scaling",
+    /// MPRDMA.
+    Mprdma => "mprdma",
+    /// STELLAR spraying.
+    Stellar => "stellar",
+    /// UDMP.
+    Udmp => "udmp",
+    /// MRC.
+    Mrc => "mrc",
+}
+
+impl TransportKind {
+    /// The kind named `name`, if any.
+    pub fn from_name(name: &str) -> Option<TransportKind> {
+        TransportKind::ALL.iter().copied().find(|k| k.name() == name)
+    }
+
+    /// Whether every data packet carries a RETH and fabricsim's extension header
+    /// (direct placement in any order and per-packet feedback), or only the first of a
+    /// message a RETH (RoCE's WRITE).
+    pub const fn every_packet_addressed(self) -> bool {
+        match self {
+            TransportKind::Roce | TransportKind::QpScaling => false,
+            TransportKind::Mprdma | TransportKind::Stellar | TransportKind::Udmp | TransportKind::Mrc => true,
+        }
+    }
+
+    /// Whether one QP sprays over every NIC port of its host (MRC's planes), rather
+    /// than being bound to one port.
+    pub const fn spans_all_ports(self) -> bool {
+        match self {
+            TransportKind::Mrc => true,
+            TransportKind::Roce
+            | TransportKind::QpScaling
+            | TransportKind::Mprdma
+            | TransportKind::Stellar
+            | TransportKind::Udmp => false,
+        }
+    }
+}
 
 /// The protocol every connection uses, as the scenario gives it.
 #[derive(Clone, Debug, PartialEq)]
@@ -157,21 +236,69 @@ impl MrcSpec {
 }
 
 impl TransportSpec {
-    /// The scenario name of this transport.
-    pub fn kind(&self) -> &'static str {
+    /// Its kind.
+    pub fn kind(&self) -> TransportKind {
         match self {
-            TransportSpec::Roce(_) => "roce",
-            TransportSpec::QpScaling { .. } => "qp_scaling",
-            TransportSpec::Mprdma(_) => "mprdma",
-            TransportSpec::Stellar(_) => "stellar",
-            TransportSpec::Udmp(_) => "udmp",
-            TransportSpec::Mrc(_) => "mrc",
+            TransportSpec::Roce(_) => TransportKind::Roce,
+            TransportSpec::QpScaling { .. } => TransportKind::QpScaling,
+            TransportSpec::Mprdma(_) => TransportKind::Mprdma,
+            TransportSpec::Stellar(_) => TransportKind::Stellar,
+            TransportSpec::Udmp(_) => TransportKind::Udmp,
+            TransportSpec::Mrc(_) => TransportKind::Mrc,
         }
+    }
+
+    /// The scenario name of this transport.
+    pub fn name(&self) -> &'static str {
+        self.kind().name()
     }
 
     /// Whether every packet carries a RETH and fabricsim's extension header.
     fn multipath_headers(&self) -> bool {
-        !matches!(self, TransportSpec::Roce(_) | TransportSpec::QpScaling { .. })
+        self.kind().every_packet_addressed()
+    }
+
+    /// Number of QPs (requester/responder pairs) one connection uses.
+    pub fn qps(&self) -> u32 {
+        match self {
+            TransportSpec::QpScaling { qps, .. } => *qps,
+            TransportSpec::Roce(_)
+            | TransportSpec::Mprdma(_)
+            | TransportSpec::Stellar(_)
+            | TransportSpec::Udmp(_)
+            | TransportSpec::Mrc(_) => 1,
+        }
+    }
+
+    /// Whether one QP sprays over every NIC port of its host.
+    pub fn spans_all_ports(&self) -> bool {
+        self.kind().spans_all_ports()
+    }
+
+    /// The active entropy values it asks for, which must split equally over the planes:
+    /// `Some(None)` for the default, `None` for a kind without EV sets.
+    pub fn planed_evs(&self) -> Option<Option<u32>> {
+        match self {
+            TransportSpec::Mrc(s) => Some(s.evs),
+            TransportSpec::Roce(_)
+            | TransportSpec::QpScaling { .. }
+            | TransportSpec::Mprdma(_)
+            | TransportSpec::Stellar(_)
+            | TransportSpec::Udmp(_) => None,
+        }
+    }
+
+    /// A delay target that cuts the window whenever an RTT sample exceeds it, with its
+    /// key: `None` for a kind without one.
+    pub fn window_cutting_target(&self) -> Option<(&'static str, Option<Dur>)> {
+        match self {
+            TransportSpec::Mrc(s) => Some(("delay_target", s.delay_target)),
+            TransportSpec::Stellar(s) => Some(("target", s.target)),
+            TransportSpec::Roce(_)
+            | TransportSpec::QpScaling { .. }
+            | TransportSpec::Mprdma(_)
+            | TransportSpec::Udmp(_) => None,
+        }
     }
 }
 
@@ -182,14 +309,6 @@ pub struct PathContext {
     pub base_rtt: Dur,
     /// Bytes in flight that fill the connection's NIC ports for one base RTT.
     pub bdp_bytes: f64,
-}
-
-/// Number of QPs (requester/responder pairs) one connection uses.
-pub fn qps(spec: &TransportSpec) -> u32 {
-    match spec {
-        TransportSpec::QpScaling { qps, .. } => *qps,
-        _ => 1,
-    }
 }
 
 /// Heap bytes of one connection's endpoints as built, measured with the Python
@@ -215,11 +334,6 @@ pub fn state_bytes(spec: &TransportSpec, planes: u32) -> (u64, &'static str) {
             (QP_BYTES + EV_BYTES * (evs as u64 + backups), "evs")
         }
     }
-}
-
-/// Whether the transport spreads one connection over every NIC port (plane).
-pub fn uses_all_ports(spec: &TransportSpec) -> bool {
-    matches!(spec, TransportSpec::Mrc(_))
 }
 
 /// The requester/responder pair of one QP of a connection, created at `now`.
@@ -365,6 +479,17 @@ pub fn endpoint_pair(
 /// Packets needed for a `size`-byte message.
 pub fn packets(size: u64, mtu: u32) -> u64 {
     size.div_ceil(mtu as u64).max(1)
+}
+
+/// Bytes all the packets of a `size`-byte message occupy on the wire (its first, middle
+/// and last frames differ at most).
+pub fn message_wire_bytes(spec: &TransportSpec, size: u64, mtu: u32) -> u64 {
+    let n = packets(size, mtu);
+    let frame = |j| frame_wire_bytes(spec, size, mtu, j);
+    match n {
+        1 => frame(0),
+        _ => frame(0) + frame(1) * (n - 2) + frame(n - 1),
+    }
 }
 
 /// Bytes packet `j` of a `size`-byte message occupies on the wire (preamble and gap

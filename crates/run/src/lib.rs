@@ -12,15 +12,22 @@
 //!
 //! [`run`] is the one-call entry point the Python binding uses.
 
+pub mod capture;
+pub mod checks;
 pub mod factory;
+pub mod faults;
 pub mod ideal;
+pub mod messages;
 pub mod metrics;
 pub mod parallel;
 pub mod results;
+pub mod sampling;
 pub mod scenario;
 pub mod schema;
 pub mod sim;
 pub mod units;
+pub mod watchdog;
+pub mod world;
 
 pub use results::{Column, Table};
 pub use scenario::Scenario;

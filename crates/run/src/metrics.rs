@@ -3,289 +3,9 @@
 use crate::results::{Column, Table};
 use crate::sim::{Ending, Sim};
 use fabricsim_engine::{Dur, Time};
-use fabricsim_fabric::{Fabric, PortStats};
 use fabricsim_transport::common::OooHistogram;
 use fabricsim_transport::EndpointStats;
 use serde_json::{json, Value};
-
-#[derive(Clone, Copy, Default)]
-struct Snap {
-    stats: PortStats,
-    paused_ps: u64,
-    /// Serialization time up to the sample (see `Port::busy_ps_at`).
-    busy_ps: u64,
-}
-
-/// One port's row of a sample.
-#[derive(Clone, Copy, Debug, Default)]
-struct Row {
-    tx_bytes: u64,
-    util: f64,
-    queue_bytes: u64,
-    queue_max: u64,
-    ecn_marks: u64,
-    drops: u64,
-    trims: u64,
-    pause_ns: u64,
-    pauses_sent: u64,
-}
-
-impl Row {
-    /// Two rows of one port at one time (the owner's and another partition's): the
-    /// counts add, the queue readings are the owner's (the other's are zero).
-    fn plus(self, o: Row) -> Row {
-        Row {
-            tx_bytes: self.tx_bytes + o.tx_bytes,
-            util: self.util + o.util,
-            queue_bytes: self.queue_bytes.max(o.queue_bytes),
-            queue_max: self.queue_max.max(o.queue_max),
-            ecn_marks: self.ecn_marks + o.ecn_marks,
-            drops: self.drops + o.drops,
-            trims: self.trims + o.trims,
-            pause_ns: self.pause_ns + o.pause_ns,
-            pauses_sent: self.pauses_sent + o.pauses_sent,
-        }
-    }
-}
-
-/// The sampling instant after `last` (on the grid of `interval`) when nothing is
-/// scheduled before `next_event`: the next boundary, or, across an idle stretch, the
-/// last boundary at or before `next_event`. The samples skipped would have found no
-/// port doing anything, and stepping through them one by one made a run whose flows
-/// start late (or whose links are very slow) take forever.
-pub(crate) fn sample_after(last: Time, interval: Dur, next_event: Time) -> Time {
-    let step = last + interval;
-    if next_event <= step {
-        return step;
-    }
-    let whole = next_event.since(last).ps() / interval.ps();
-    last + Dur::from_ps(whole * interval.ps())
-}
-
-/// Rows the port time series may hold (about 1 GB of columns): sampling stops there,
-/// and the summary says when. A long run of a large or busy fabric at a fine interval
-/// otherwise filled the memory and the process aborted (16 s simulated at 10 us).
-pub const MAX_SAMPLE_ROWS: usize = 12_000_000;
-
-/// Samples every port each interval, keeping rows only for ports that did something
-/// (sent, queued, marked, dropped, paused) in that interval: a missing row means idle.
-pub struct Sampler {
-    interval: Dur,
-    last: Time,
-    /// Rows this sampler may hold (a partition's share of [`MAX_SAMPLE_ROWS`]).
-    pub(crate) max_rows: usize,
-    /// When sampling stopped at `max_rows`.
-    stopped: Option<Time>,
-    prev: Vec<Snap>,
-    time_ns: Vec<u64>,
-    port: Vec<u32>,
-    tx_bytes: Vec<u64>,
-    util: Vec<f64>,
-    queue_bytes: Vec<u64>,
-    queue_max: Vec<u64>,
-    ecn_marks: Vec<u64>,
-    drops: Vec<u64>,
-    trims: Vec<u64>,
-    pause_ns: Vec<u64>,
-    pauses_sent: Vec<u64>,
-}
-
-impl Sampler {
-    /// A sampler for `fabric` (disabled when `interval` is zero), one of `partitions`.
-    pub fn new(fabric: &Fabric, interval: Dur, partitions: u8) -> Sampler {
-        Sampler {
-            prev: vec![Snap::default(); fabric.ports.len()],
-            max_rows: MAX_SAMPLE_ROWS / partitions.max(1) as usize,
-            ..Sampler::empty(interval, Time::ZERO)
-        }
-    }
-
-    fn empty(interval: Dur, last: Time) -> Sampler {
-        Sampler {
-            interval,
-            last,
-            max_rows: MAX_SAMPLE_ROWS,
-            stopped: None,
-            prev: Vec::new(),
-            time_ns: Vec::new(),
-            port: Vec::new(),
-            tx_bytes: Vec::new(),
-            util: Vec::new(),
-            queue_bytes: Vec::new(),
-            queue_max: Vec::new(),
-            ecn_marks: Vec::new(),
-            drops: Vec::new(),
-            trims: Vec::new(),
-            pause_ns: Vec::new(),
-            pauses_sent: Vec::new(),
-        }
-    }
-
-    /// Whether sampling is on (and has not stopped at its row limit).
-    pub fn enabled(&self) -> bool {
-        self.interval > Dur::ZERO && self.stopped.is_none()
-    }
-
-    /// When sampling stopped at [`MAX_SAMPLE_ROWS`], if it did.
-    pub fn stopped(&self) -> Option<Time> {
-        self.stopped
-    }
-
-    /// Records the interval ending at `now` and restarts the ports' queue maxima.
-    pub fn sample(&mut self, now: Time, fabric: &mut Fabric) {
-        self.sample_ports(now, fabric, |_| true);
-    }
-
-    /// [`sample`](Self::sample) of the ports `keep` accepts (a partition's own).
-    pub fn sample_ports(&mut self, now: Time, fabric: &mut Fabric, keep: impl Fn(&fabricsim_fabric::Port) -> bool) {
-        if !self.enabled() || now <= self.last {
-            return;
-        }
-        let dt = now.since(self.last);
-        for (i, port) in fabric.ports.iter_mut().enumerate() {
-            if !keep(port) {
-                // Another partition's port: this copy only counts the frames that
-                // crossed to it after the cable went down. Their drops get a row of
-                // their own when they happen, added to the owner's in `merge`.
-                let drops = port.stats.drops - self.prev[i].stats.drops;
-                if drops > 0 {
-                    self.push_row(now.as_ns(), i as u32, Row { drops, ..Row::default() });
-                    self.prev[i].stats.drops = port.stats.drops;
-                }
-                continue;
-            }
-            let cur = Snap { stats: port.stats, paused_ps: port.paused_ps_at(now), busy_ps: port.busy_ps_at(now) };
-            let prev = self.prev[i];
-            let tx = cur.stats.tx_bytes - prev.stats.tx_bytes;
-            let q = port.data_queue_bytes();
-            let qmax = cur.stats.queue_max.max(q);
-            let marks = cur.stats.ecn_marks - prev.stats.ecn_marks;
-            let drops = cur.stats.drops - prev.stats.drops;
-            let trims = cur.stats.trims - prev.stats.trims;
-            let paused = cur.paused_ps - prev.paused_ps;
-            let pauses = cur.stats.pauses_sent - prev.stats.pauses_sent;
-            if tx > 0 || q > 0 || qmax > 0 || drops > 0 || paused > 0 || pauses > 0 {
-                let row = Row {
-                    tx_bytes: tx,
-                    // Saturating: a partitioned run's last sample (at the end) finds
-                    // ports that went on for up to one lookahead; their busy time then
-                    // counts frames started after the end, and may read less than
-                    // before.
-                    util: cur.busy_ps.saturating_sub(prev.busy_ps) as f64 / dt.ps() as f64,
-                    queue_bytes: q,
-                    queue_max: qmax,
-                    ecn_marks: marks,
-                    drops,
-                    trims,
-                    pause_ns: paused / 1000,
-                    pauses_sent: pauses,
-                };
-                self.push_row(now.as_ns(), i as u32, row);
-            }
-            self.prev[i] = cur;
-            port.stats.queue_max = q;
-        }
-        self.last = now;
-        if self.time_ns.len() >= self.max_rows {
-            self.stopped = Some(now);
-        }
-    }
-
-    fn push_row(&mut self, time_ns: u64, port: u32, r: Row) {
-        self.time_ns.push(time_ns);
-        self.port.push(port);
-        self.tx_bytes.push(r.tx_bytes);
-        self.util.push(r.util);
-        self.queue_bytes.push(r.queue_bytes);
-        self.queue_max.push(r.queue_max);
-        self.ecn_marks.push(r.ecn_marks);
-        self.drops.push(r.drops);
-        self.trims.push(r.trims);
-        self.pause_ns.push(r.pause_ns);
-        self.pauses_sent.push(r.pauses_sent);
-    }
-
-    fn row(&self, i: usize) -> Row {
-        Row {
-            tx_bytes: self.tx_bytes[i],
-            util: self.util[i],
-            queue_bytes: self.queue_bytes[i],
-            queue_max: self.queue_max[i],
-            ecn_marks: self.ecn_marks[i],
-            drops: self.drops[i],
-            trims: self.trims[i],
-            pause_ns: self.pause_ns[i],
-            pauses_sent: self.pauses_sent[i],
-        }
-    }
-
-    /// Merges the samples another partition took of its ports (`theirs(port)`) into
-    /// these, ordered by time then port, and takes over its snapshots of them. Rows
-    /// of one port at one time from both (the owner's, and the other's drops of
-    /// frames that crossed to it) become one.
-    pub fn merge(&mut self, o: &Sampler, theirs: impl Fn(usize) -> bool) {
-        for (p, snap) in o.prev.iter().enumerate() {
-            // The drops a copy counted on a port it does not own are summed into the
-            // owner's counter at the end (`Fabric::absorb`), so the snapshots add too.
-            let drops = self.prev[p].stats.drops + snap.stats.drops;
-            if theirs(p) {
-                self.prev[p] = *snap;
-            }
-            self.prev[p].stats.drops = drops;
-        }
-        self.last = self.last.max(o.last);
-        let stopped = match (self.stopped, o.stopped) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        let mut order: Vec<(u64, u32, bool, usize)> = (0..self.time_ns.len())
-            .map(|i| (self.time_ns[i], self.port[i], false, i))
-            .chain((0..o.time_ns.len()).map(|i| (o.time_ns[i], o.port[i], true, i)))
-            .collect();
-        order.sort_by_key(|r| (r.0, r.1));
-        let mut merged = Sampler {
-            prev: std::mem::take(&mut self.prev),
-            max_rows: self.max_rows,
-            stopped,
-            ..Sampler::empty(self.interval, self.last)
-        };
-        // A row is pushed once the next one is of another port or time.
-        let mut pending: Option<(u64, u32, Row)> = None;
-        for (time, port, other, i) in order {
-            let r = (if other { o } else { &*self }).row(i);
-            pending = match pending {
-                Some((t, p, acc)) if (t, p) == (time, port) => Some((t, p, acc.plus(r))),
-                Some((t, p, acc)) => {
-                    merged.push_row(t, p, acc);
-                    Some((time, port, r))
-                }
-                None => Some((time, port, r)),
-            };
-        }
-        if let Some((t, p, acc)) = pending {
-            merged.push_row(t, p, acc);
-        }
-        *self = merged;
-    }
-
-    /// The port time series, moved out (a copy would double the largest table's
-    /// memory just as the run ends).
-    pub fn take_table(&mut self) -> Table {
-        let mut t = Table::default();
-        t.push("time_ns", Column::U64(std::mem::take(&mut self.time_ns)))
-            .push("port_id", Column::U32(std::mem::take(&mut self.port)))
-            .push("tx_bytes", Column::U64(std::mem::take(&mut self.tx_bytes)))
-            .push("utilization", Column::F64(std::mem::take(&mut self.util)))
-            .push("queue_bytes", Column::U64(std::mem::take(&mut self.queue_bytes)))
-            .push("queue_max_bytes", Column::U64(std::mem::take(&mut self.queue_max)))
-            .push("ecn_marks", Column::U64(std::mem::take(&mut self.ecn_marks)))
-            .push("drops", Column::U64(std::mem::take(&mut self.drops)))
-            .push("trims", Column::U64(std::mem::take(&mut self.trims)))
-            .push("pause_ns", Column::U64(std::mem::take(&mut self.pause_ns)))
-            .push("pfc_pauses_sent", Column::U64(std::mem::take(&mut self.pauses_sent)));
-        t
-    }
-}
 
 fn or_none(t: Time) -> i64 {
     if t == Time::MAX {
@@ -295,40 +15,45 @@ fn or_none(t: Time) -> i64 {
     }
 }
 
+/// A message's completion time in whole nanoseconds, from `start` to `end` as the flow
+/// table writes them (each rounded down to a nanosecond), so that `fct_ns ==
+/// finish_ns - start_ns` exactly and the summary's figures are those of the table.
+/// `None` if it never completed.
+fn fct_ns(start: Time, end: Time) -> Option<i64> {
+    (end != Time::MAX && start != Time::MAX).then(|| or_none(end) - or_none(start))
+}
+
+/// A completion time over its ideal (picosecond precision).
+fn slowdown(start: Time, end: Time, ideal: Dur) -> Option<f64> {
+    (end != Time::MAX && start != Time::MAX).then(|| (end - start).ps() as f64 / ideal.ps().max(1) as f64)
+}
+
+/// Per message, the completion time (ns) and slowdown by the convention `fct_at`.
+fn completions(sim: &Sim, sender: bool) -> impl Iterator<Item = Option<(i64, f64)>> + '_ {
+    sim.msgs.iter().map(move |m| {
+        let (end, ideal) = if sender { (m.acked, m.sender_ideal) } else { (m.finish, m.ideal) };
+        Some((fct_ns(m.start, end)?, slowdown(m.start, end, ideal)?))
+    })
+}
+
 /// One record per message.
 pub fn flow_table(sim: &Sim) -> Table {
     let n = sim.msgs.len();
     let mut t = Table::default();
     let conn = |i: usize| sim.plan.conns[sim.plan.messages[i].conn as usize];
-    let fct = |i: usize| {
-        let m = &sim.msgs[i];
-        (m.finish != Time::MAX).then(|| m.finish - m.start)
-    };
     t.push("flow_id", Column::U32((0..n as u32).collect()))
         .push("src", Column::U32((0..n).map(|i| conn(i).src).collect()))
         .push("dst", Column::U32((0..n).map(|i| conn(i).dst).collect()))
         .push("size_bytes", Column::U64(sim.plan.messages.iter().map(|m| m.size).collect()))
         .push("start_ns", Column::I64(sim.msgs.iter().map(|m| or_none(m.start)).collect()))
         .push("finish_ns", Column::I64(sim.msgs.iter().map(|m| or_none(m.finish)).collect()))
-        // From the columns as written (each rounded down to a nanosecond), so that the
-        // table is consistent: `fct_ns == finish_ns - start_ns` exactly.
-        .push(
-            "fct_ns",
-            Column::I64(
-                (0..n)
-                    .map(|i| fct(i).map_or(-1, |_| or_none(sim.msgs[i].finish) - or_none(sim.msgs[i].start)))
-                    .collect(),
-            ),
-        )
+        .push("fct_ns", Column::I64(completions(sim, false).map(|c| c.map_or(-1, |c| c.0)).collect()))
         .push("ideal_fct_ns", Column::U64(sim.msgs.iter().map(|m| m.ideal.as_ns()).collect()))
-        .push(
-            "slowdown",
-            Column::F64(
-                (0..n)
-                    .map(|i| fct(i).map_or(f64::NAN, |d| d.ps() as f64 / sim.msgs[i].ideal.ps().max(1) as f64))
-                    .collect(),
-            ),
-        )
+        .push("slowdown", Column::F64(completions(sim, false).map(|c| c.map_or(f64::NAN, |c| c.1)).collect()))
+        .push("acked_ns", Column::I64(sim.msgs.iter().map(|m| or_none(m.acked)).collect()))
+        .push("sender_fct_ns", Column::I64(completions(sim, true).map(|c| c.map_or(-1, |c| c.0)).collect()))
+        .push("sender_ideal_fct_ns", Column::U64(sim.msgs.iter().map(|m| m.sender_ideal.as_ns()).collect()))
+        .push("sender_slowdown", Column::F64(completions(sim, true).map(|c| c.map_or(f64::NAN, |c| c.1)).collect()))
         .push("retransmitted_packets", Column::U64(sim.message_retransmissions()))
         .push("workload", Column::U32(sim.plan.messages.iter().map(|m| m.workload).collect()))
         .push(
@@ -406,15 +131,16 @@ fn distribution(mut v: Vec<f64>) -> Value {
     })
 }
 
+/// Faults the summary lists (the first ones; `faults.parquet` has them all).
+pub const SUMMARY_FAULTS: usize = 100;
+
 /// The run's summary (everything but wall-clock figures).
 pub fn summary(sim: &Sim, ending: Ending) -> Value {
     let tot = sim.fabric.totals;
-    let finished: Vec<usize> = (0..sim.msgs.len()).filter(|&i| sim.msgs[i].finish != Time::MAX).collect();
-    let fct: Vec<f64> = finished.iter().map(|&i| (sim.msgs[i].finish - sim.msgs[i].start).as_ns() as f64).collect();
-    let slow: Vec<f64> = finished
-        .iter()
-        .map(|&i| (sim.msgs[i].finish - sim.msgs[i].start).ps() as f64 / sim.msgs[i].ideal.ps().max(1) as f64)
-        .collect();
+    let sender = sim.scenario.output.fct_at == crate::scenario::FctAt::Sender;
+    let done: Vec<(i64, f64)> = completions(sim, sender).flatten().collect();
+    let fct: Vec<f64> = done.iter().map(|c| c.0 as f64).collect();
+    let slow: Vec<f64> = done.iter().map(|c| c.1).collect();
     let mut ep = EndpointStats::default();
     for (s, _, _) in sim.endpoint_stats() {
         ep.data_sent += s.data_sent;
@@ -437,7 +163,7 @@ pub fn summary(sim: &Sim, ending: Ending) -> Value {
     json!({
         "name": sc.name,
         "seed": sc.seed,
-        "transport": sc.transport.kind(),
+        "transport": sc.transport.name(),
         "hosts": sim.fabric.hosts(),
         "ending": match ending { Ending::AllFinished => "all_finished", Ending::StopTime => "stop_time", Ending::Stalled => "stalled", Ending::Cancelled => "cancelled" },
         "sim_time_ns": sim.now().as_ns(),
@@ -449,7 +175,8 @@ pub fn summary(sim: &Sim, ending: Ending) -> Value {
         "pfc_pauses": tot.pfc_pauses,
         "ecn_marks": tot.ecn_marks,
         "trims": tot.trims,
-        "flows": { "total": sim.msgs.len(), "finished": finished.len(), "unfinished": sim.msgs.len() - finished.len() },
+        "flows": { "total": sim.msgs.len(), "finished": done.len(), "unfinished": sim.msgs.len() - done.len() },
+        "fct_at": if sender { "sender" } else { "receiver" },
         "fct_ns": distribution(fct),
         "slowdown": distribution(slow),
         "bytes_delivered": ep.bytes_placed,
@@ -467,7 +194,10 @@ pub fn summary(sim: &Sim, ending: Ending) -> Value {
         "ooo_degree": ooo,
         "paths_used": paths.len(),
         "ev_retirements": sim.ev_log.iter().filter(|l| l.1.state == fabricsim_transport::common::EvState::Retired).count(),
-        "faults": sim.fault_log.iter().map(|f| json!({ "time_ns": f.time.as_ns(), "kind": f.kind, "target": f.target, "value": f.value })).collect::<Vec<_>>(),
+        // A link flapping every few nanoseconds logs millions of changes: the summary
+        // keeps the first ones and the count, faults.parquet every one.
+        "faults": sim.fault_log.iter().take(SUMMARY_FAULTS).map(|f| json!({ "time_ns": f.time.as_ns(), "kind": f.kind, "target": f.target, "value": f.value })).collect::<Vec<_>>(),
+        "faults_total": sim.fault_log.len(),
         "peak_packets_in_flight": sim.fabric.pool.peak(),
         "packet_slot_bytes": fabricsim_fabric::Pool::slot_bytes(),
         "scenario": sc.document,

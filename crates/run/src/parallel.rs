@@ -35,8 +35,9 @@
 //! time and every completion time are exact, while counters (events, packet-hops)
 //! include the acknowledgements still in flight for that long.
 
-use crate::metrics::sample_after;
-use crate::sim::{Ending, Mark, Progress, Sim, Watchdog};
+use crate::sampling::sample_after;
+use crate::sim::{Ending, Progress, Sim};
+use crate::watchdog::{Mark, Watchdog};
 use crate::ScenarioError;
 use fabricsim_engine::{Dur, Time};
 use fabricsim_fabric::partition::{self, Remote};
@@ -180,9 +181,9 @@ pub(crate) fn run(sim: &mut Sim, progress: &mut dyn FnMut(&Progress) -> bool) ->
                             to.inbox.push(r);
                         }
                     }
-                    let received: usize = all.iter().map(|c| c.received()).sum();
+                    let done: usize = all.iter().map(|c| c.done()).sum();
                     let now = all.iter().map(|c| c.now()).max().unwrap_or(Time::ZERO);
-                    if received == total {
+                    if done == total {
                         let end = all.iter().filter_map(|c| c.last_finish()).max().unwrap_or(now);
                         break (Ending::AllFinished, end);
                     }
@@ -260,6 +261,56 @@ pub(crate) fn run(sim: &mut Sim, progress: &mut dyn FnMut(&Progress) -> bool) ->
     ending
 }
 
+impl Sim {
+    /// Takes over what partition `k` of `owner` simulated, from its copy `other`: its
+    /// endpoints, the messages it sent (start, retransmissions) and received
+    /// (completion), its ports and switches, its samples and logs; counters are summed.
+    pub(crate) fn absorb(&mut self, other: &mut Sim, owner: &[u8], k: u8) {
+        let theirs = |host: u32| owner[host as usize] == k;
+        self.nic.absorb(&mut other.nic, theirs);
+        for (m, spec) in self.plan.messages.iter().enumerate() {
+            let c = self.plan.conns[spec.conn as usize];
+            if theirs(c.src) {
+                self.msgs[m].start = other.msgs[m].start;
+                self.msgs[m].acked = other.msgs[m].acked;
+                self.msgs[m].retransmitted = other.msgs[m].retransmitted;
+            }
+            if theirs(c.dst) {
+                self.msgs[m].finish = other.msgs[m].finish;
+            }
+        }
+        self.fabric.absorb(&mut other.fabric, |node| owner[node as usize] == k);
+        let fabric = &self.fabric;
+        self.sampler.merge(&other.sampler, |p| owner[fabric.ports[p].node as usize] == k);
+        self.throughput.merge(&other.throughput);
+        for (c, conn) in self.plan.conns.iter().enumerate() {
+            if theirs(conn.dst) {
+                self.conn_bytes[c] = other.conn_bytes[c];
+            }
+        }
+        self.last_sample = self.last_sample.max(other.last_sample);
+        self.ev_log.append(&mut other.ev_log);
+        self.received += other.received;
+        self.done += other.done;
+        self.failed_conns += other.failed_conns;
+        self.events_absorbed += other.events();
+    }
+
+    /// Ends a partitioned run at `end`: the last sample, and the end time.
+    pub(crate) fn finish_partitioned(&mut self, end: Time) {
+        // Whole again: the last sample drains every endpoint's log (a stalled run's
+        // too: its last interval is part of the record).
+        self.part = None;
+        self.sample(end);
+        self.end = Some(end);
+        // The partitions may have run up to one lookahead past the end; the merged
+        // log is in time order (stable: simultaneous entries by connection).
+        self.ev_log.retain(|(_, l)| l.time <= end);
+        self.fault_log.retain(|f| f.time <= end);
+        self.ev_log.sort_by_key(|(conn, l)| (l.time, *conn));
+    }
+}
+
 /// The samples of a run that ends at `end`, as a plain run takes them: each partition's
 /// pending one, then every grid point up to `end` (nothing happened between them).
 fn sample_through(all: &mut [std::sync::MutexGuard<'_, &mut Sim>], next_sample: &mut Time, interval: Dur, end: Time) {
@@ -285,7 +336,7 @@ fn sample_through(all: &mut [std::sync::MutexGuard<'_, &mut Sim>], next_sample: 
 /// after the end (the partitions go on for up to one lookahead past the last
 /// completion) a plain run would not have sent.
 struct Capture {
-    pcap: crate::sim::Pcap,
+    pcap: crate::capture::Pcap,
     /// The last window's frames, merged: `(start, partition, frame)`.
     held: Vec<(Time, u8, fabricsim_wire::Packet)>,
 }
@@ -304,7 +355,7 @@ impl Capture {
     }
 
     /// Writes the frames held that started by `end`, and gives the capture back.
-    fn finish(mut self, end: Time) -> crate::sim::Pcap {
+    fn finish(mut self, end: Time) -> crate::capture::Pcap {
         for (t, _, pkt) in self.held.drain(..).filter(|&(t, _, _)| t <= end) {
             self.pcap.write(t, &pkt);
         }

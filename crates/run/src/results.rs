@@ -1,7 +1,8 @@
 //! Columnar result tables, handed to Python as typed arrays.
 
-/// One column of values.
-#[derive(Clone, Debug, PartialEq)]
+/// One column of values. Two columns are equal when their values are the same bits:
+/// NaN, which stands for "none", equals NaN (runs compare their tables for determinism).
+#[derive(Clone, Debug)]
 pub enum Column {
     /// Unsigned 32-bit integers.
     U32(Vec<u32>),
@@ -13,6 +14,21 @@ pub enum Column {
     F64(Vec<f64>),
     /// Strings.
     Str(Vec<String>),
+}
+
+impl PartialEq for Column {
+    fn eq(&self, other: &Column) -> bool {
+        match (self, other) {
+            (Column::U32(a), Column::U32(b)) => a == b,
+            (Column::U64(a), Column::U64(b)) => a == b,
+            (Column::I64(a), Column::I64(b)) => a == b,
+            (Column::F64(a), Column::F64(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+            }
+            (Column::Str(a), Column::Str(b)) => a == b,
+            _ => false,
+        }
+    }
 }
 
 impl Column {

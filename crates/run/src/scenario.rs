@@ -51,7 +51,7 @@ pub struct Scenario {
     pub document: serde_json::Value,
 }
 
-pub use crate::factory::{MprdmaSpec, MrcSpec, StellarSpec, TransportSpec, UdmpSpec};
+pub use crate::factory::{MprdmaSpec, MrcSpec, StellarSpec, TransportKind, TransportSpec, UdmpSpec};
 
 /// What a fault does.
 #[derive(Clone, Debug, PartialEq)]
@@ -132,6 +132,18 @@ pub struct OutputSpec {
     pub sample_interval: Dur,
     /// Whether to draw plots (read by the Python layer).
     pub plots: bool,
+    /// Where a message completes for the summary and the run's end.
+    pub fct_at: FctAt,
+}
+
+/// Where a message counts as complete (`output.fct_at`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FctAt {
+    /// Its last byte is placed at the receiver.
+    #[default]
+    Receiver,
+    /// Its sender has every acknowledgement (HPCC's convention).
+    Sender,
 }
 
 impl Scenario {
@@ -457,13 +469,14 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
     let mut r = Reader::new(path, v)?;
     let kind = r.choice("kind", "roce", schema::TRANSPORT_KINDS)?;
     r.documented(&params_for("transport", &kind));
-    let spec = match kind.as_str() {
-        "roce" => TransportSpec::Roce(parse_roce(&mut r, line)?),
-        "qp_scaling" => {
+    let kind = TransportKind::from_name(&kind).expect("choice() only returns allowed kinds");
+    let spec = match kind {
+        TransportKind::Roce => TransportSpec::Roce(parse_roce(&mut r, line)?),
+        TransportKind::QpScaling => {
             let qps = r.int("qps", 4, 1, 256)? as u32;
             TransportSpec::QpScaling { qps, roce: parse_roce(&mut r, line)? }
         }
-        "mprdma" => {
+        TransportKind::Mprdma => {
             let delta = r.int("delta", 64, 1, 1 << 20)? as u32;
             TransportSpec::Mprdma(MprdmaSpec {
                 paths: paths(&mut r, 256)?,
@@ -478,7 +491,7 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
                 },
             })
         }
-        "stellar" => {
+        TransportKind::Stellar => {
             let algo = r.choice("path_algo", "obs", PathAlgo::NAMES)?;
             TransportSpec::Stellar(StellarSpec {
                 paths: paths(&mut r, 128)?,
@@ -491,7 +504,7 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
                 cwnd_max: r.float("cwnd_max", 1.5, 0.1, 100.0)?,
             })
         }
-        "udmp" => {
+        TransportKind::Udmp => {
             let delta = r.opt_int("delta", 1, 1 << 20)?.map(|v| v as u32);
             TransportSpec::Udmp(UdmpSpec {
                 paths: paths(&mut r, 256)?,
@@ -507,7 +520,7 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
                 flow_control: r.bool("flow_control", false)?,
             })
         }
-        "mrc" => {
+        TransportKind::Mrc => {
             let spec = MrcSpec {
                 evs: r.opt_int("evs", 1, 8192)?.map(|n| n as u32),
                 backup: r.opt_int("backup", 0, 4096)?.map(|v| v as u32),
@@ -548,13 +561,12 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
             }
             TransportSpec::Mrc(spec)
         }
-        _ => unreachable!("choice() only returns allowed kinds"),
     };
-    if let Err(e) = r.finish(&params_for("transport", &kind)) {
+    if let Err(e) = r.finish(&params_for("transport", kind.name())) {
         if let Value::Table(t) = v {
             // Without `kind` a table is RoCE; a key of another kind (`evs`, say) says
             // the user meant that one.
-            let own = params_for("transport", &kind);
+            let own = params_for("transport", kind.name());
             let stray = t.keys().find(|k| !own.iter().any(|p| p.key == k.as_str()));
             let other = stray.and_then(|k| {
                 schema::TRANSPORT_KINDS.iter().find(|o| params_for("transport", o).iter().any(|p| p.key == k.as_str()))
@@ -635,8 +647,12 @@ fn rto_duration(r: &mut Reader<'_>, key: &'static str, default: Dur) -> Result<D
 fn parse_dcqcn(path: String, v: Option<&Value>, line: Rate) -> Result<DcqcnConfig, ScenarioError> {
     let Some(v) = v else { return Ok(DcqcnConfig::hpcc(line)) };
     let mut r = Reader::new(path, v)?;
-    let preset = r.choice("preset", "hpcc", &["hpcc", "paper"])?;
-    let d = if preset == "paper" { DcqcnConfig::paper() } else { DcqcnConfig::hpcc(line) };
+    let d = match r.choice("preset", "hpcc", schema::DCQCN_PRESETS)?.as_str() {
+        "hpcc_paper" => DcqcnConfig::hpcc_paper(line),
+        "firmware" => DcqcnConfig::firmware(),
+        "paper" => DcqcnConfig::paper(),
+        _ => DcqcnConfig::hpcc(line),
+    };
     let cfg = DcqcnConfig {
         g: r.float("g", d.g, 1e-9, 1.0)?,
         alpha_interval: positive_duration(&mut r, "alpha_interval", d.alpha_interval)?,
@@ -902,7 +918,11 @@ fn parse_output(v: &Value) -> Result<OutputSpec, ScenarioError> {
         // Sample times are written in whole nanoseconds.
         return Err(r.error("sample_interval", format!("must be \"0us\" (off) or at least 1ns, got {sample_interval}")));
     }
-    let out = OutputSpec { sample_interval, plots: r.bool("plots", true)? };
+    let fct_at = match r.choice("fct_at", "receiver", &["receiver", "sender"])?.as_str() {
+        "sender" => FctAt::Sender,
+        _ => FctAt::Receiver,
+    };
+    let out = OutputSpec { sample_interval, plots: r.bool("plots", true)?, fct_at };
     r.finish(&schema::OUTPUT.iter().collect::<Vec<_>>())?;
     Ok(out)
 }

@@ -5,6 +5,7 @@
 //! [`Reader`] walks one TOML table, takes keys through their [`Param`], names the full
 //! key path in every error and refuses keys the schema does not know.
 
+use crate::factory::TransportKind;
 use crate::units::{parse_duration, parse_rate, parse_size};
 use crate::{quoted, ScenarioError};
 use fabricsim_engine::{Dur, Rate};
@@ -77,7 +78,7 @@ const fn c(key: &'static str, default: &'static str, choices: &'static [&'static
 /// Topology kinds.
 pub const TOPOLOGY_KINDS: &[&str] = &["leaf_spine", "fat_tree", "multi_plane"];
 /// Transport kinds.
-pub const TRANSPORT_KINDS: &[&str] = &["roce", "qp_scaling", "mprdma", "stellar", "udmp", "mrc"];
+pub const TRANSPORT_KINDS: &[&str] = TransportKind::NAMES;
 /// Workload kinds.
 pub const WORKLOAD_KINDS: &[&str] = &["flows", "permutation", "incast", "all_to_all", "all_reduce"];
 
@@ -147,9 +148,9 @@ pub const FABRIC: &[Param] = &[
 
 const ROCE: &[Param] = &[
     c("cc", "dcqcn", &["dcqcn", "none"], "Congestion control: DCQCN rate control, or none (line rate)."),
-    p("dcqcn", Ty::Table, "preset hpcc", "DCQCN parameters: `preset` (\"hpcc\": HPCC ns-3 / ConnectX defaults; \"paper\": Zhu et al. 2015) and any of `g`, `alpha_interval`, `decrease_interval`, `increase_interval`, `byte_counter`, `fast_recovery`, `rate_ai`, `rate_hai`, `min_rate`, `clamp_target`, `cnp_interval` to override it."),
+    p("dcqcn", Ty::Table, "preset hpcc", "DCQCN parameters: `preset` (\"hpcc\": HPCC ns-3's run.py --cc dcqcn; \"hpcc_paper\": its dcqcn_paper; \"firmware\": ConnectX defaults; \"paper\": Zhu et al. 2015) and any of `g`, `alpha_interval`, `decrease_interval`, `increase_interval`, `byte_counter`, `fast_recovery`, `rate_ai`, `rate_hai`, `min_rate`, `clamp_target`, `cnp_interval` to override it."),
     p("ack_interval", Ty::Int, "1", "The responder ACKs every this many in-order packets (HPCC ns-3: 1), and every message end."),
-    p("rto", Ty::Duration, "1ms", "Retransmission timeout (at least 1us): go back to the first unacknowledged PSN."),
+    p("rto", Ty::Duration, "67.108864ms", "Retransmission timeout (at least 1us): go back to the first unacknowledged PSN. Default: InfiniBand's local ACK timeout 4.096us x 2^14, ConnectX's usual setting (NCCL sets 2^18-2^20, 1-4 s); a shorter one fires on a lossless fabric whose PFC holds packets longer (a 32:1 incast with PFC held them over 1 ms). Lossy scenarios that want quick recovery set their own."),
     p("retry_limit", Ty::Int, "7", "Timeouts in a row without progress before the QP fails (InfiniBand retry_cnt)."),
     p("nak_interval", Ty::Duration, "500us", "The responder repeats a NAK for the same missing PSN at most this often (HPCC ns-3). \"none\": never, as InfiniBand specifies (one NAK per sequence error); a resend lost again is then found by the timeout and counts against retry_limit, where repeats send the QP back each time, for ever if that PSN is always lost."),
 ];
@@ -159,7 +160,7 @@ const QP_SCALING: &[Param] = &[
     c("cc", "dcqcn", &["dcqcn", "none"], "Per-QP congestion control, as for roce."),
     p("dcqcn", Ty::Table, "preset hpcc", "Per-QP DCQCN parameters, as for roce."),
     p("ack_interval", Ty::Int, "1", "As for roce."),
-    p("rto", Ty::Duration, "1ms", "As for roce."),
+    p("rto", Ty::Duration, "67.108864ms", "As for roce."),
     p("retry_limit", Ty::Int, "7", "As for roce."),
     p("nak_interval", Ty::Duration, "500us", "As for roce."),
 ];
@@ -206,7 +207,7 @@ const MRC: &[Param] = &[
     p("trim_penalty", Ty::Int, "0", "Skips per trim NACK (0: trims at the last hop say nothing about the path)."),
     p("ecn_swap", Ty::Int, "8", "An EV that collects this many ECN echoes within 4 base RTTs is swapped with a backup of its plane, so a flow with few EVs can leave a congested path (MRC Fig. 14); 0 = never."),
     p("probe_interval", Ty::Duration, "100us", "Probe period of a retired EV (+-25% jitter; fabricsim's, the paper gives none)."),
-    p("probe_successes", Ty::Int, "5", "Consecutive answered probes that bring a retired EV back (to the backup set; the paper: \"if enough probes succeed\")."),
+    p("probe_successes", Ty::Int, "5", "Consecutive answered probes that bring a retired EV back into the active slot it lost, the EV holding that slot stepping down to the backups (the paper: \"if enough probes succeed\")."),
     p("probe_timeout", Ty::Duration, "auto", "An unanswered probe failed after this; auto = 4 x base RTT. A failure doubles the EV's probe interval (up to probe_backoff_max)."),
     p("probe_backoff_max", Ty::Duration, "10ms", "Longest probe interval of an EV whose probes keep failing: after a long outage its path is found again within about this long (the paper gives no figure)."),
     p("reo", Ty::Duration, "auto", "Initial RACK reordering window: a packet sent this long before an acknowledged one is lost, and by RACK's timer one sent before it at all once a round trip and the larger of this window and a round trip have passed (RFC 8985). It doubles on a spurious retransmission, at most once per round trip and up to the smoothed RTT; auto = the base RTT."),
@@ -226,24 +227,27 @@ pub const TRANSPORT_COMMON: &[Param] = &[c("kind", "roce", TRANSPORT_KINDS, "The
 
 /// DCQCN override keys (inside `[transport.dcqcn]`).
 pub const DCQCN: &[Param] = &[
-    c("preset", "hpcc", &["hpcc", "paper"], "Starting point for the values below."),
-    p("g", Ty::Float, "1/256", "Alpha EWMA gain."),
-    p("alpha_interval", Ty::Duration, "1us (paper 55us)", "Alpha update period."),
-    p("decrease_interval", Ty::Duration, "4us (paper 0: every CNP)", "Minimum spacing of rate cuts."),
-    p("increase_interval", Ty::Duration, "300us (paper 55us)", "Rate-increase timer."),
+    c("preset", "hpcc", DCQCN_PRESETS, "Starting point for the values below: hpcc = HPCC ns-3's run.py --cc dcqcn as its rdma-hw.cc runs it; hpcc_paper = its dcqcn_paper (alpha and decrease every 50us, increase every 55us, else as hpcc); firmware = ConnectX defaults (g 5/1024, steps of 5 and 50 Mbps at any speed, 1 Mbps floor, one CNP per 4us); paper = Zhu et al. 2015 (a cut at every CNP, byte counter, F = 5). The first cut of the timer-driven presets comes one decrease_interval (+1ns) after the first CNP, as in HPCC."),
+    p("g", Ty::Float, "1/256 (firmware 5/1024)", "Alpha EWMA gain."),
+    p("alpha_interval", Ty::Duration, "1us (hpcc_paper 50us, paper 55us)", "Alpha update period."),
+    p("decrease_interval", Ty::Duration, "4us (hpcc_paper 50us, paper 0: every CNP)", "Minimum spacing of rate cuts."),
+    p("increase_interval", Ty::Duration, "300us (hpcc_paper 55us, paper 55us)", "Rate-increase timer."),
     p("byte_counter", Ty::Size, "0 = off (paper 10MB)", "Bytes sent per increase event."),
     p("fast_recovery", Ty::Int, "1 (paper 5)", "Fast-recovery steps F."),
-    p("rate_ai", Ty::Rate, "5Mbps per 25Gbps (paper 40Mbps)", "Additive increase step."),
-    p("rate_hai", Ty::Rate, "50Mbps per 25Gbps (paper 200Mbps)", "Hyper increase step."),
-    p("min_rate", Ty::Rate, "100Mbps", "Lowest rate."),
-    p("clamp_target", Ty::Bool, "false (paper true)", "Set the target to the current rate at every cut."),
+    p("rate_ai", Ty::Rate, "5Mbps per 25Gbps (firmware 5Mbps, paper 40Mbps)", "Additive increase step."),
+    p("rate_hai", Ty::Rate, "50Mbps per 25Gbps (firmware 50Mbps, paper 200Mbps)", "Hyper increase step."),
+    p("min_rate", Ty::Rate, "1Gbps (firmware 1Mbps, paper 100Mbps)", "Lowest rate."),
+    p("clamp_target", Ty::Bool, "false (paper true)", "Set the target to the current rate at every cut (else only after an increase)."),
     p(
         "cnp_interval",
         Ty::Duration,
-        "4us (paper 50us)",
-        "The responder sends at most one CNP per QP per this interval.",
+        "0 (firmware 4us, paper 50us)",
+        "The responder sends at most one CNP per QP per this interval; 0: one for every ECN-marked packet (HPCC's model flags every ACK of one), coalesced only while one waits to leave.",
     ),
 ];
+
+/// The DCQCN presets (`dcqcn.preset`).
+pub const DCQCN_PRESETS: &[&str] = &["hpcc", "hpcc_paper", "firmware", "paper"];
 
 /// `[workload]` keys every workload has.
 pub const WORKLOAD_COMMON: &[Param] = &[
@@ -301,6 +305,7 @@ pub const FAULTS: &[Param] = &[
 pub const OUTPUT: &[Param] = &[
     p("sample_interval", Ty::Duration, "10us", "Port time-series period, at least 1ns; \"0us\" turns sampling off. Sampling stops once ports.parquet holds 12,000,000 rows (the summary says when: sampling_stopped_ns)."),
     p("plots", Ty::Bool, "true", "Draw the standard PNG plots into the output folder."),
+    p("fct_at", Ty::Str, "\"receiver\"", "Where a message completes for the summary's FCT and slowdown figures: \"receiver\" (its last byte placed; the run ends when every message is; ideal: the frames' one-way store-and-forward time) or \"sender\" (its last acknowledgement back at the sender, as the HPCC ns-3 simulator and the papers built on it count; the run waits for every message's last acknowledgement; ideal: base RTT + wire bytes / NIC rate). flows.parquet has both (fct_ns, sender_fct_ns) either way."),
 ];
 
 /// The whole catalog, for `fabricsim list` and the README.
@@ -312,12 +317,12 @@ pub const CATALOG: &[Section] = &[
     Section { section: "topology", kind: Some("multi_plane"), doc: "Multi-plane two-tier Clos (MRC): one NIC port per plane, T0 per plane per group, T1 per plane.", params: MULTI_PLANE },
     Section { section: "fabric", kind: None, doc: "Switch behaviour.", params: FABRIC },
     Section { section: "transport", kind: None, doc: "Keys of every transport.", params: TRANSPORT_COMMON },
-    Section { section: "transport", kind: Some("roce"), doc: "RoCEv2 RC: one 5-tuple per QP, go-back-N, DCQCN.", params: ROCE },
-    Section { section: "transport", kind: Some("qp_scaling"), doc: "QP-Scaling: one transfer split over K RoCE QPs, each with its own 5-tuple and DCQCN.", params: QP_SCALING },
-    Section { section: "transport", kind: Some("mprdma"), doc: "MPRDMA (NSDI '18, as the UDMP paper describes it): one window over virtual paths, ACK-clocked on the ACK's path, ECN 1/cwnd increase and -1/2 or halving per marked ACK (ecn_cut), OOO-aware path choice with delta, receiver bitmap with NACK, path exploration.", params: MPRDMA },
-    Section { section: "transport", kind: Some("stellar"), doc: "STELLAR: N-path spraying with one shared window reacting to ECN and RTT, direct placement, 250us RTO, lost packets resent on another path.", params: STELLAR },
-    Section { section: "transport", kind: Some("udmp"), doc: "UDMP: delay-gradient rate control (Algorithm 1) and delay-driven ACK-clocked load balancing (Algorithm 2) joined by a token pool, per-packet ACKs with timestamps, receiver bitmap with NACK, OOO-aware path selection, exploration.", params: UDMP },
-    Section { section: "transport", kind: Some("mrc"), doc: "MRC: per-packet rotation over EV sets split across planes, SACK, trimming with NACK fast retransmit, ECN-driven EV avoidance, EV retirement on untrimmed loss with backups and probing, port-state remapping, reverse EV set. Use it on a lossy fabric (pfc = false) with trimming, and with ECN off on the last hop as the paper deploys it (ecn = { last_hop = false }: marks at a receiver's own port would make the sender avoid healthy EVs).", params: MRC },
+    Section { section: "transport", kind: Some(TransportKind::Roce.name()), doc: "RoCEv2 RC: one 5-tuple per QP, go-back-N, DCQCN.", params: ROCE },
+    Section { section: "transport", kind: Some(TransportKind::QpScaling.name()), doc: "QP-Scaling: one transfer split over K RoCE QPs, each with its own 5-tuple and DCQCN.", params: QP_SCALING },
+    Section { section: "transport", kind: Some(TransportKind::Mprdma.name()), doc: "MPRDMA (NSDI '18, as the UDMP paper describes it): one window over virtual paths, ACK-clocked on the ACK's path, ECN 1/cwnd increase and -1/2 or halving per marked ACK (ecn_cut), OOO-aware path choice with delta, receiver bitmap with NACK, path exploration.", params: MPRDMA },
+    Section { section: "transport", kind: Some(TransportKind::Stellar.name()), doc: "STELLAR: N-path spraying with one shared window reacting to ECN and RTT, direct placement, 250us RTO, lost packets resent on another path.", params: STELLAR },
+    Section { section: "transport", kind: Some(TransportKind::Udmp.name()), doc: "UDMP: delay-gradient rate control (Algorithm 1) and delay-driven ACK-clocked load balancing (Algorithm 2) joined by a token pool, per-packet ACKs with timestamps, receiver bitmap with NACK, OOO-aware path selection, exploration.", params: UDMP },
+    Section { section: "transport", kind: Some(TransportKind::Mrc.name()), doc: "MRC: per-packet rotation over EV sets split across planes, SACK, trimming with NACK fast retransmit, ECN-driven EV avoidance, EV retirement on untrimmed loss with backups and probing, port-state remapping, reverse EV set. Use it on a lossy fabric (pfc = false) with trimming, and with ECN off on the last hop as the paper deploys it (ecn = { last_hop = false }: marks at a receiver's own port would make the sender avoid healthy EVs).", params: MRC },
     Section { section: "transport.dcqcn", kind: None, doc: "DCQCN overrides.", params: DCQCN },
     Section { section: "workload", kind: None, doc: "Keys of every workload.", params: WORKLOAD_COMMON },
     Section { section: "workload", kind: Some("flows"), doc: "An explicit list of flows.", params: W_FLOWS },
@@ -552,5 +557,19 @@ fn toml_key(key: &str) -> std::borrow::Cow<'_, str> {
         key.into()
     } else {
         quoted(key).into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_transport_kind_has_its_section_of_keys() {
+        for kind in TransportKind::ALL {
+            let sections = CATALOG.iter().filter(|s| s.section == "transport" && s.kind == Some(kind.name())).count();
+            assert_eq!(sections, 1, "transport kind {}", kind.name());
+        }
+        assert_eq!(TRANSPORT_KINDS.len(), TransportKind::ALL.len());
     }
 }

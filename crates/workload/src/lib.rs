@@ -12,9 +12,14 @@
 //! Independent flows get a connection each.
 //!
 //! The layer knows only host indices; it never sees the fabric.
+//!
+//! * `generators`: [`build`], every workload kind's messages.
+//! * `estimate`: [`plan_size`], the size of a plan before it is built (memory checks).
 
+mod estimate;
 mod generators;
 
+pub use estimate::{plan_size, PlanSize};
 pub use generators::{build, HostSet, WorkloadKind, WorkloadSpec};
 
 use fabricsim_engine::Dur;

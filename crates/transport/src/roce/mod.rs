@@ -44,7 +44,8 @@ impl Default for RoceConfig {
     fn default() -> Self {
         RoceConfig {
             ack_interval: 1,
-            rto: Dur::from_ms(1),
+            // InfiniBand's local ACK timeout, 4.096 us x 2^14: ConnectX's usual value.
+            rto: Dur::from_ns(4096 * (1 << 14)),
             retry_limit: 7,
             nak_interval: Some(Dur::from_us(500)),
             dcqcn: None,

@@ -57,7 +57,7 @@ fn path_of(p: &Packet) -> u32 {
 /// Holds PSN 0 on the wire for `stuck` (only its first copy if `first_copy_only`); every
 /// other packet takes 10 us each way.
 fn stick_psn0(p: &mut Pair, stuck: Dur, first_copy_only: bool) {
-    p.delay_of = Some(Box::new(move |side, pkt: &Packet| {
+    p.link.delay_of = Some(Box::new(move |side, pkt: &Packet| {
         // `ext.ts` is the send time in picoseconds: 0 for the very first copy.
         if side == 0 && pkt.bth.psn == 0 && (!first_copy_only || pkt.ext.ts == 0) {
             stuck
@@ -71,7 +71,7 @@ fn stick_psn0(p: &mut Pair, stuck: Dur, first_copy_only: bool) {
 fn highest_sent_before(p: &mut Pair, until: Dur) -> std::rc::Rc<std::cell::Cell<u32>> {
     let seen = std::rc::Rc::new(std::cell::Cell::new(0u32));
     let s = seen.clone();
-    p.fate = Box::new(move |side, pkt: &mut Packet, _| {
+    p.link.fate = Box::new(move |side, pkt: &mut Packet, _| {
         if side == 0 && pkt.is_data() && pkt.ext.ts < until.ps() {
             s.set(s.get().max(pkt.bth.psn));
         }
@@ -93,10 +93,11 @@ fn the_token_pool_example_loads_the_faster_path_about_twice_as_much() {
         let mut p = pair(c, seed);
         // RTT 20 us and (just under) 30 us: where the two paths' ACKs coincide, the slow
         // path's is handled first, as in the paper's walk-through (t = 6).
-        p.delay_of = Some(Box::new(|_, pkt| if path_of(pkt) == 0 { Dur::from_us(10) } else { Dur::from_ns(14_950) }));
+        p.link.delay_of =
+            Some(Box::new(|_, pkt| if path_of(pkt) == 0 { Dur::from_us(10) } else { Dur::from_ns(14_950) }));
         p.post(Message { seq: 0, len: 600 * 4096, va: 0, rkey: 1 });
         p.run(Time(Dur::from_us(5).ps()));
-        let AnyEndpoint::Udmp(u) = &p.eps[0] else { unreachable!() };
+        let AnyEndpoint::Udmp(u) = p.ep(0) else { unreachable!() };
         if u.packets_on(0) != 1 || u.packets_on(1) != 1 {
             continue; // the random first RTT did not use both paths: try another seed
         }
@@ -105,7 +106,7 @@ fn the_token_pool_example_loads_the_faster_path_about_twice_as_much() {
         // difference eventually causes, the fast path takes all spare credit, a
         // property of the algorithm the paper's example does not reach.)
         p.run(Time(Dur::from_us(600).ps()));
-        let AnyEndpoint::Udmp(u) = &p.eps[0] else { unreachable!() };
+        let AnyEndpoint::Udmp(u) = p.ep(0) else { unreachable!() };
         let ratio = u.packets_on(0) as f64 / u.packets_on(1) as f64;
         println!("seed {seed}: path loads {} : {} (ratio {ratio:.2})", u.packets_on(0), u.packets_on(1));
         assert!((1.7..=2.3).contains(&ratio), "ratio {ratio}, paper 4:2");
@@ -120,10 +121,10 @@ fn rate_control_keeps_the_rate_at_line_rate_on_an_idle_wire() {
     let mut p = pair(cfg(8), 3);
     p.post(Message { seq: 0, len: 4_000_000, va: 0, rkey: 1 });
     p.run(Time::MAX);
-    let AnyEndpoint::Udmp(u) = &p.eps[0] else { unreachable!() };
+    let AnyEndpoint::Udmp(u) = p.ep(0) else { unreachable!() };
     // A constant RTT gives a zero gradient: the rate must not drift down.
     assert!(u.rate() > 0.9e11, "rate {}", u.rate());
-    assert_eq!(p.eps[1].stats().bytes_placed, 4_000_000);
+    assert_eq!(p.ep(1).stats().bytes_placed, 4_000_000);
 }
 
 #[test]
@@ -131,10 +132,10 @@ fn a_growing_delay_makes_the_rate_fall() {
     // Every path's delay grows with time, as a filling bottleneck queue would: the
     // smoothed RTT's gradient is positive and the rate must come down.
     let mut p = pair(cfg(4), 4);
-    p.delay_of = Some(Box::new(|_, pkt| Dur::from_us(10) + Dur((pkt.ext.ts / 4).min(Dur::from_us(40).ps()))));
+    p.link.delay_of = Some(Box::new(|_, pkt| Dur::from_us(10) + Dur((pkt.ext.ts / 4).min(Dur::from_us(40).ps()))));
     p.post(Message { seq: 0, len: 2_000_000, va: 0, rkey: 1 });
     p.run(Time::MAX);
-    let AnyEndpoint::Udmp(u) = &p.eps[0] else { unreachable!() };
+    let AnyEndpoint::Udmp(u) = p.ep(0) else { unreachable!() };
     assert!(u.rate() < 0.8e11, "rate {}", u.rate());
     assert_eq!(p.received().len(), 1);
 }
@@ -148,7 +149,7 @@ fn a_passing_queue_costs_no_lasting_rate_with_min_increase() {
     // the rate back to line rate before the 20 MB flow ends.
     let final_rate = |min_increase: f64| {
         let mut p = pair(UdmpConfig { min_increase, ..cfg(4) }, 6);
-        p.delay_of = Some(Box::new(|_, pkt: &Packet| {
+        p.link.delay_of = Some(Box::new(|_, pkt: &Packet| {
             let t = pkt.ext.ts as f64 / 1e6; // send time in us
             let bump = if (200.0..300.0).contains(&t) {
                 t - 200.0
@@ -161,8 +162,8 @@ fn a_passing_queue_costs_no_lasting_rate_with_min_increase() {
         }));
         p.post(Message { seq: 0, len: 20_000_000, va: 0, rkey: 1 });
         p.run(Time::MAX);
-        assert_eq!(p.eps[1].stats().bytes_placed, 20_000_000);
-        let AnyEndpoint::Udmp(u) = &p.eps[0] else { unreachable!() };
+        assert_eq!(p.ep(1).stats().bytes_placed, 20_000_000);
+        let AnyEndpoint::Udmp(u) = p.ep(0) else { unreachable!() };
         u.rate()
     };
     let (literal, text) = (final_rate(0.0), final_rate(0.1));
@@ -181,7 +182,7 @@ fn flow_control_keeps_new_psns_within_the_receivers_bitmap() {
         let seen = highest_sent_before(&mut p, Dur::from_us(400));
         p.post(Message { seq: 0, len: 2_000_000, va: 0, rkey: 1 });
         p.run(Time::MAX);
-        assert_eq!(p.eps[1].stats().bytes_placed, 2_000_000);
+        assert_eq!(p.ep(1).stats().bytes_placed, 2_000_000);
         seen.get()
     };
     assert!(highest_early(32) < 32, "{}", highest_early(32));
@@ -198,7 +199,7 @@ fn a_full_bitmap_gets_its_stuck_base_resent_within_a_round_trip() {
     stick_psn0(&mut p, Dur::from_ms(2), true);
     let resent = std::rc::Rc::new(std::cell::Cell::new(None));
     let r = resent.clone();
-    p.fate = Box::new(move |side, pkt: &mut Packet, _| {
+    p.link.fate = Box::new(move |side, pkt: &mut Packet, _| {
         if side == 0 && pkt.is_data() && pkt.bth.psn == 0 && pkt.ext.ts > 0 && r.get().is_none() {
             r.set(Some(pkt.ext.ts));
         }
@@ -223,7 +224,7 @@ fn acks_beyond_the_ooo_threshold_stop_the_clock_behind_a_stuck_packet() {
         let seen = highest_sent_before(&mut p, Dur::from_us(190));
         p.post(Message { seq: 0, len: 4_000_000, va: 0, rkey: 1 });
         p.run(Time::MAX);
-        assert_eq!(p.eps[1].stats().bytes_placed, 4_000_000);
+        assert_eq!(p.ep(1).stats().bytes_placed, 4_000_000);
         seen.get()
     };
     let (aware, blind) = (highest_before_rto(true), highest_before_rto(false));
@@ -240,7 +241,7 @@ proptest! {
         p.post(Message { seq: 1, len: 777, va: 0, rkey: 1 });
         p.run(Time(Dur::from_ms(500).ps()));
         prop_assert_eq!(p.received().len(), 2, "seed {} loss {}", seed, loss);
-        prop_assert_eq!(p.eps[1].stats().bytes_placed, len + 777);
+        prop_assert_eq!(p.ep(1).stats().bytes_placed, len + 777);
     }
 }
 
@@ -284,7 +285,7 @@ fn exploration_finds_new_paths_with_or_without_a_fixed_rate() {
             p.post(Message { seq: 0, len: 2000 * 4096, va: 0, rkey: 1 });
             p.run(Time::MAX);
             assert_eq!(p.acked().len(), 1);
-            p.eps[0].path_stats().len()
+            p.ep(0).path_stats().len()
         };
         let (never, always) = (used(0.0), used(1.0));
         // Two paths from the first RTT's spray, against about one more per round trip.
@@ -306,13 +307,14 @@ fn a_slow_path_below_the_rto_keeps_the_window_with_ooo_awareness() {
         // The receiver's bitmap as fabricsim sizes it: twice delta.
         let mut p = pair_with_bitmap(c, 11, 128);
         if slow {
-            p.delay_of = Some(Box::new(|_, pkt| if path_of(pkt) == 0 { Dur::from_us(60) } else { Dur::from_us(10) }));
+            p.link.delay_of =
+                Some(Box::new(|_, pkt| if path_of(pkt) == 0 { Dur::from_us(60) } else { Dur::from_us(10) }));
         }
         p.post(Message { seq: 0, len: 8_000_000, va: 0, rkey: 1 });
         p.run(Time::MAX);
-        assert_eq!(p.eps[1].stats().bytes_placed, 8_000_000);
-        let on_slow = p.eps[0].path_stats().iter().filter(|s| s.ev == 0).map(|s| s.packets).sum::<u64>();
-        (p.received()[0].1.since(Time::ZERO), on_slow as f64 / p.eps[0].stats().data_sent as f64)
+        assert_eq!(p.ep(1).stats().bytes_placed, 8_000_000);
+        let on_slow = p.ep(0).path_stats().iter().filter(|s| s.ev == 0).map(|s| s.packets).sum::<u64>();
+        (p.received()[0].1.since(Time::ZERO), on_slow as f64 / p.ep(0).stats().data_sent as f64)
     };
     let (ideal, _) = run(false);
     let (took, slow_share) = run(true);
@@ -388,7 +390,7 @@ fn a_smoothed_rtt_above_t_high_caps_the_rate_at_once() {
     // smoothed RTT is above T_high (100 us).
     let at_crossing = |t_high: Dur| {
         let mut p = pair(UdmpConfig { t_high, ..cfg(4) }, 5);
-        p.delay_of = Some(Box::new(|side, pkt: &Packet| {
+        p.link.delay_of = Some(Box::new(|side, pkt: &Packet| {
             let late = side == 0 && pkt.ext.ts >= Dur::from_us(100).ps();
             Dur::from_us(if late { 200 } else { 10 })
         }));
@@ -398,7 +400,7 @@ fn a_smoothed_rtt_above_t_high_caps_the_rate_at_once() {
             t += Dur::from_ns(100);
             assert!(t < Time(Dur::from_ms(2).ps()), "the smoothed RTT never passed 100 us");
             p.run_to(t);
-            let AnyEndpoint::Udmp(u) = &p.eps[0] else { unreachable!() };
+            let AnyEndpoint::Udmp(u) = p.ep(0) else { unreachable!() };
             if let Some(s) = u.smooth_rtt().filter(|s| *s > Dur::from_us(100)) {
                 return (u.rate(), 100e9 * 20.0 / (s.ps() as f64 / 1e6));
             }

@@ -51,7 +51,7 @@ fn path_of(p: &Packet) -> u32 {
 }
 
 fn cwnd(p: &Pair) -> f64 {
-    match &p.eps[0] {
+    match p.ep(0) {
         AnyEndpoint::Mprdma(m) => m.cwnd(),
         _ => unreachable!(),
     }
@@ -63,23 +63,23 @@ fn an_unmarked_flow_grows_its_window_and_completes() {
     p.post(Message { seq: 0, len: 2_000_000, va: 0, rkey: 1 });
     p.run(Time::MAX);
     assert_eq!(p.received().len(), 1);
-    assert_eq!(p.eps[1].stats().bytes_placed, 2_000_000);
+    assert_eq!(p.ep(1).stats().bytes_placed, 2_000_000);
     assert!(cwnd(&p) > 16.0, "cwnd {}", cwnd(&p));
     // Every path used is counted.
-    let sent: u64 = p.eps[0].path_stats().iter().map(|s| s.packets).sum();
-    assert_eq!(sent, p.eps[0].stats().data_sent);
+    let sent: u64 = p.ep(0).path_stats().iter().map(|s| s.packets).sum();
+    assert_eq!(sent, p.ep(0).stats().data_sent);
 }
 
 #[test]
 fn ecn_marks_shrink_the_window_by_half_a_packet_each() {
     let mut p = pair(2);
     // Mark every data packet: each ACK takes half a packet off the window.
-    p.fate = Box::new(|side, _, _| (false, side == 0));
+    p.link.fate = Box::new(|side, _, _| (false, side == 0));
     p.post(Message { seq: 0, len: 400_000, va: 0, rkey: 1 });
     p.run(Time::MAX);
     assert_eq!(p.received().len(), 1);
     assert!(cwnd(&p) <= 2.0, "cwnd {}", cwnd(&p));
-    assert!(p.eps[0].path_stats().iter().map(|s| s.ecn_marks).sum::<u64>() > 50);
+    assert!(p.ep(0).path_stats().iter().map(|s| s.ecn_marks).sum::<u64>() > 50);
 }
 
 #[test]
@@ -89,7 +89,7 @@ fn halve_takes_the_window_to_a_packet_on_a_few_marks_and_half_packet_does_not() 
     // regrows one packet per window of ACKs.
     let run = |ecn_cut| {
         let mut p = pair_with(MprdmaConfig { ecn_cut, explore: 0.0, ..cfg() }, 3);
-        p.fate = Box::new(|side, pkt: &mut Packet, _| (false, side == 0 && pkt.bth.psn < 3));
+        p.link.fate = Box::new(|side, pkt: &mut Packet, _| (false, side == 0 && pkt.bth.psn < 3));
         p.post(Message { seq: 0, len: 64 * 4096, va: 0, rkey: 1 });
         let (mut low, mut t) = (f64::MAX, Time::ZERO);
         while p.received().is_empty() && t < Time(Dur::from_ms(1).ps()) {
@@ -97,7 +97,7 @@ fn halve_takes_the_window_to_a_packet_on_a_few_marks_and_half_packet_does_not() 
             p.run_to(t);
             low = low.min(cwnd(&p));
         }
-        assert_eq!(p.eps[1].stats().bytes_placed, 64 * 4096);
+        assert_eq!(p.ep(1).stats().bytes_placed, 64 * 4096);
         (low, t)
     };
     let (half_packet, t_half_packet) = run(EcnCut::HalfPacket);
@@ -117,8 +117,8 @@ fn each_ack_clocks_its_own_path_and_exploration_adds_new_ones() {
         let mut p = pair_with(MprdmaConfig { explore, ..cfg() }, 4);
         p.post(Message { seq: 0, len: 4_000_000, va: 0, rkey: 1 });
         p.run(Time::MAX);
-        assert_eq!(p.eps[1].stats().bytes_placed, 4_000_000);
-        p.eps[0].path_stats().len()
+        assert_eq!(p.ep(1).stats().bytes_placed, 4_000_000);
+        p.ep(0).path_stats().len()
     };
     let (never, always) = (used(0.0), used(1.0));
     assert!(never <= 16 && always > 25, "{never} paths without exploring, {always} with (of 64)");
@@ -133,11 +133,11 @@ fn acks_lagging_more_than_delta_take_the_slow_path_out_of_use() {
     let slow_share = |delta: u32| {
         let c = MprdmaConfig { paths: 2, delta, window: 1 << 16, explore: 0.0, min_rto: Dur::from_ms(5), ..cfg() };
         let mut p = pair_with(c, 3);
-        p.delay_of = Some(Box::new(|_, pkt| if path_of(pkt) == 1 { Dur::from_us(6) } else { Dur::from_us(2) }));
+        p.link.delay_of = Some(Box::new(|_, pkt| if path_of(pkt) == 1 { Dur::from_us(6) } else { Dur::from_us(2) }));
         p.post(Message { seq: 0, len: 20_000 * 4096, va: 0, rkey: 1 });
         p.run(Time::MAX);
-        assert_eq!(p.eps[1].stats().bytes_placed, 20_000 * 4096);
-        let s = p.eps[0].path_stats();
+        assert_eq!(p.ep(1).stats().bytes_placed, 20_000 * 4096);
+        let s = p.ep(0).path_stats();
         let on = |ev| s.iter().find(|x| x.ev == ev).map_or(0, |x| x.packets);
         (on(1) as f64 / (on(0) + on(1)) as f64, on(1))
     };
@@ -157,11 +157,11 @@ fn a_slow_path_is_either_pruned_or_kept_and_the_flow_keeps_line_rate() {
     let run = |slow_us: u64, delta: u32| {
         let c = MprdmaConfig { paths: 2, delta, window: 1 << 16, explore: 0.0, min_rto: Dur::from_ms(5), ..cfg() };
         let mut p = pair_with(c, 3);
-        p.delay_of =
+        p.link.delay_of =
             Some(Box::new(move |_, pkt| if path_of(pkt) == 1 { Dur::from_us(slow_us) } else { Dur::from_us(2) }));
         p.post(Message { seq: 0, len: 20_000 * 4096, va: 0, rkey: 1 });
         p.run(Time::MAX);
-        let s = p.eps[0].path_stats();
+        let s = p.ep(0).path_stats();
         let on = |ev| s.iter().find(|x| x.ev == ev).map_or(0, |x| x.packets);
         (p.received()[0].1.since(Time::ZERO).as_secs_f64(), on(1) as f64 / (on(0) + on(1)) as f64)
     };
@@ -187,12 +187,12 @@ fn lost_acks_do_not_shrink_the_window_for_good() {
     // timeout, and an 82 MB transfer with 2 % of its ACKs lost took 8.3 ms, not 6.8).
     let fct = |every: u64| {
         let mut p = pair_with(MprdmaConfig { explore: 0.0, ..cfg() }, 6);
-        p.fate = Box::new(move |side, pkt: &mut Packet, n| {
+        p.link.fate = Box::new(move |side, pkt: &mut Packet, n| {
             (side == 1 && pkt.bth.opcode == opcode::X_ACK && every > 0 && n % every == every - 1, false)
         });
         p.post(Message { seq: 0, len: 20_000 * 4096, va: 0, rkey: 1 });
         p.run(Time::MAX);
-        assert_eq!(p.eps[1].stats().bytes_placed, 20_000 * 4096);
+        assert_eq!(p.ep(1).stats().bytes_placed, 20_000 * 4096);
         p.received()[0].1.since(Time::ZERO).as_secs_f64()
     };
     let (clean, lossy) = (fct(0), fct(50));
@@ -208,7 +208,7 @@ proptest! {
         p.post(Message { seq: 1, len: 5000, va: 0, rkey: 1 });
         p.run(Time(Dur::from_ms(500).ps()));
         prop_assert_eq!(p.received().len(), 2, "seed {} loss {}", seed, loss);
-        prop_assert_eq!(p.eps[1].stats().bytes_placed, len + 5000);
+        prop_assert_eq!(p.ep(1).stats().bytes_placed, len + 5000);
         prop_assert_eq!(p.acked().len(), 2);
     }
 }

@@ -40,7 +40,7 @@ fn a_lost_packet_is_resent_after_the_rto_on_another_path() {
     let mut p = pair(PathAlgo::Single, 1);
     let seen: Rc<RefCell<Vec<(u32, u32)>>> = Rc::new(RefCell::new(Vec::new()));
     let s = seen.clone();
-    p.fate = Box::new(move |side, pkt: &mut Packet, _| {
+    p.link.fate = Box::new(move |side, pkt: &mut Packet, _| {
         if side != 0 || !pkt.is_data() {
             return (false, false);
         }
@@ -63,7 +63,7 @@ fn spraying_uses_many_paths_and_single_uses_one() {
         let mut p = pair(algo, 2);
         p.post(Message { seq: 0, len: 1000 * 4096, va: 0, rkey: 1 });
         p.run(Time::MAX);
-        let used = p.eps[0].path_stats().len();
+        let used = p.ep(0).path_stats().len();
         assert!((min..=max).contains(&used), "{algo:?} used {used} paths");
     }
 }
@@ -77,6 +77,6 @@ proptest! {
         p.post(Message { seq: 1, len: 100, va: 0, rkey: 1 });
         p.run(Time(Dur::from_ms(500).ps()));
         prop_assert_eq!(p.received().len(), 2, "seed {} loss {} {:?}", seed, loss, PathAlgo::ALL[a]);
-        prop_assert_eq!(p.eps[1].stats().bytes_placed, len + 100);
+        prop_assert_eq!(p.ep(1).stats().bytes_placed, len + 100);
     }
 }

@@ -35,7 +35,7 @@ fn a_lone_message_arrives_after_serialization_plus_delay() {
     let expected = Rate::gbps(100).tx_time(wire_bytes(1_000_000)) + Dur::from_us(1);
     assert_eq!(p.received(), vec![(0, Time::ZERO + expected)]);
     assert_eq!(p.acked(), vec![(0, 0)]);
-    assert_eq!(p.eps[1].stats().bytes_placed, 1_000_000);
+    assert_eq!(p.ep(1).stats().bytes_placed, 1_000_000);
 }
 
 #[test]
@@ -47,7 +47,7 @@ fn messages_on_one_qp_complete_in_order() {
     p.run(Time::MAX);
     let seqs: Vec<u32> = p.received().iter().map(|r| r.0).collect();
     assert_eq!(seqs, vec![0, 1, 2, 3]);
-    assert_eq!(p.eps[1].stats().bytes_placed, 5000 + 1 + 8192 + 70_000);
+    assert_eq!(p.ep(1).stats().bytes_placed, 5000 + 1 + 8192 + 70_000);
 }
 
 #[test]
@@ -55,19 +55,19 @@ fn a_lost_packet_is_nacked_and_everything_after_it_resent() {
     let mut p = pair(RoceConfig::default());
     // Drop data packet 10 once.
     let mut dropped = false;
-    p.fate = Box::new(move |side, pkt: &mut Packet, _| {
+    p.link.fate = Box::new(move |side, pkt: &mut Packet, _| {
         let lose = side == 0 && pkt.bth.psn == 10 && pkt.bth.opcode != opcode::RC_ACK && !dropped;
         dropped |= lose;
         (lose, false)
     });
     p.post(msg(0, 100 * MTU as u64));
     p.run(Time::MAX);
-    assert_eq!(p.eps[1].stats().bytes_placed, 100 * MTU as u64);
+    assert_eq!(p.ep(1).stats().bytes_placed, 100 * MTU as u64);
     let retx = p.acked()[0].1;
     // Go-back-N resends the lost packet and the ones already sent behind it: at least
     // one, at most what fits in the NAK's round trip (~8 packets at 100G and 2 us).
     assert!((1..=20).contains(&retx), "retransmitted {retx}");
-    assert_eq!(p.eps[0].stats().timeouts, 0, "a NAK, not a timeout, should recover");
+    assert_eq!(p.ep(0).stats().timeouts, 0, "a NAK, not a timeout, should recover");
 }
 
 #[test]
@@ -75,14 +75,14 @@ fn a_lost_tail_is_recovered_by_the_timeout() {
     let cfg = RoceConfig::default();
     let mut p = pair(cfg);
     let mut dropped = false;
-    p.fate = Box::new(move |side, pkt: &mut Packet, _| {
+    p.link.fate = Box::new(move |side, pkt: &mut Packet, _| {
         let lose = side == 0 && pkt.bth.psn == 4 && !dropped;
         dropped |= lose;
         (lose, false)
     });
     p.post(msg(0, 5 * MTU as u64));
     p.run(Time::MAX);
-    assert_eq!(p.eps[0].stats().timeouts, 1);
+    assert_eq!(p.ep(0).stats().timeouts, 1);
     let (_, t) = p.received()[0];
     assert!(t >= Time::ZERO + cfg.rto, "finished at {t}, before the RTO");
 }
@@ -93,7 +93,7 @@ fn a_dead_link_fails_the_qp_after_the_retry_limit() {
     let mut p = pair(cfg).lossy(1.0, 1);
     p.post(msg(0, 10_000));
     p.run(Time::MAX);
-    assert_eq!(p.eps[0].stats().timeouts, 4);
+    assert_eq!(p.ep(0).stats().timeouts, 4);
     assert!(p.events.iter().any(|e| e.2 == AppEvent::Failed));
     assert!(p.received().is_empty());
 }
@@ -104,35 +104,52 @@ fn with_infiniband_nak_rules_a_psn_lost_on_every_resend_fails_the_qp() {
     // resend still runs when a repeated NAK would come (every 500 us by default, which
     // would send the QP back for ever). With one NAK per sequence error the lost resend
     // is found by the timeout, and the retry limit ends it.
-    let cfg = RoceConfig { retry_limit: 3, nak_interval: None, ..Default::default() };
+    let cfg = RoceConfig { retry_limit: 3, nak_interval: None, rto: Dur::from_ms(1), ..Default::default() };
     let mut p = pair(cfg);
-    p.fate = Box::new(|side, pkt: &mut Packet, _| {
+    p.link.fate = Box::new(|side, pkt: &mut Packet, _| {
         (side == 0 && pkt.bth.psn == 10 && pkt.bth.opcode != opcode::RC_ACK, false)
     });
     p.post(msg(0, 4000 * MTU as u64));
     p.run_to(Time::ZERO + Dur::from_ms(50));
     assert!(p.events.iter().any(|e| e.2 == AppEvent::Failed), "still going back at 50 ms");
-    assert_eq!(p.eps[0].stats().timeouts, 4);
+    assert_eq!(p.ep(0).stats().timeouts, 4);
     assert!(p.received().is_empty());
     // One NAK for the first loss; the lost resends were found by timeouts.
-    assert_eq!(p.eps[1].stats().control_sent, 10 + 1, "the ACKs of PSNs 0-9 and one NAK");
+    assert_eq!(p.ep(1).stats().control_sent, 10 + 1, "the ACKs of PSNs 0-9 and one NAK");
+}
+
+/// HPCC's model: every marked packet's acknowledgement carries a CNP; here a CNP leaves
+/// for every marked packet (ahead of its ACK), and the requester hears every one.
+#[test]
+fn with_hpccs_preset_every_marked_packet_brings_a_cnp() {
+    let cfg = RoceConfig { dcqcn: Some(DcqcnConfig::hpcc(Rate::gbps(100))), ..Default::default() };
+    let mut p = pair(cfg);
+    // Mark every third data packet.
+    p.link.fate = Box::new(|side, pkt: &mut Packet, _| (false, side == 0 && pkt.bth.psn.is_multiple_of(3)));
+    p.post(msg(0, 300 * MTU as u64));
+    p.run(Time::MAX);
+    let marked = p.ep(1).stats().ecn_marked;
+    assert!(marked >= 100, "{marked}");
+    assert_eq!(p.ep(1).stats().cnps, marked);
+    assert_eq!(p.ep(0).stats().cnps, marked);
 }
 
 #[test]
 fn ecn_marks_become_rate_limited_cnps_and_slow_the_sender() {
-    let dcqcn = DcqcnConfig::hpcc(Rate::gbps(100));
+    // ConnectX firmware: at most one CNP per QP per 4 us.
+    let dcqcn = DcqcnConfig::firmware();
     let cfg = RoceConfig { dcqcn: Some(dcqcn), ..Default::default() };
     let mut p = pair(cfg);
-    p.fate = Box::new(|side, _, _| (false, side == 0));
+    p.link.fate = Box::new(|side, _, _| (false, side == 0));
     p.post(msg(0, 4_000_000));
     p.run(Time::MAX);
     let (_, t) = p.received()[0];
     let line = Rate::gbps(100).tx_time(wire_bytes(4_000_000));
     assert!(t.ps() > 2 * line.ps(), "marking every packet must slow the flow: {t} vs {line}");
-    let cnps = p.eps[1].stats().cnps;
+    let cnps = p.ep(1).stats().cnps;
     let max_cnps = t.ps() / dcqcn.cnp_interval.ps() + 1;
     assert!(cnps > 10 && cnps <= max_cnps, "{cnps} CNPs in {t} (at most {max_cnps})");
-    assert_eq!(p.eps[0].stats().cnps, cnps);
+    assert_eq!(p.ep(0).stats().cnps, cnps);
 }
 
 proptest! {
@@ -148,7 +165,7 @@ proptest! {
         }
         p.run(Time::MAX);
         let total: u64 = sizes.iter().sum();
-        prop_assert_eq!(p.eps[1].stats().bytes_placed, total);
+        prop_assert_eq!(p.ep(1).stats().bytes_placed, total);
         let seqs: Vec<u32> = p.received().iter().map(|r| r.0).collect();
         prop_assert_eq!(seqs, (0..sizes.len() as u32).collect::<Vec<_>>());
         prop_assert_eq!(p.acked().len(), sizes.len());
@@ -220,10 +237,10 @@ fn pacing_below_the_timeout_is_not_a_timeout() {
     let cfg = RoceConfig { rto: Dur::from_us(50), retry_limit: 3, dcqcn: Some(dc), ..Default::default() };
     let mut p = pair(cfg);
     // Mark every data packet: CNPs drive the rate to the minimum.
-    p.fate = Box::new(|side, _, _| (false, side == 0));
+    p.link.fate = Box::new(|side, _, _| (false, side == 0));
     p.post(msg(0, 200 * MTU as u64));
     p.run(Time::ZERO + Dur::from_ms(200));
-    assert_eq!(p.eps[0].stats().timeouts, 0);
+    assert_eq!(p.ep(0).stats().timeouts, 0);
     assert!(!p.events.iter().any(|e| e.2 == AppEvent::Failed));
     assert_eq!(p.acked().len(), 1, "the message completes");
 }

@@ -53,7 +53,7 @@ fn pair_with(seed: u64, cfg: MrcConfig) -> Pair {
 }
 
 fn mrc(p: &Pair) -> &MrcSender {
-    let AnyEndpoint::Mrc(m) = &p.eps[0] else { unreachable!() };
+    let AnyEndpoint::Mrc(m) = p.ep(0) else { unreachable!() };
     m
 }
 
@@ -69,7 +69,7 @@ fn first_seen() -> impl FnMut(u32) -> bool {
 fn lose_first_copy(p: &mut Pair, psn: u32) -> std::rc::Rc<std::cell::Cell<Option<(u32, u64)>>> {
     let lost = std::rc::Rc::new(std::cell::Cell::new(None));
     let l = lost.clone();
-    p.fate = Box::new(move |side, pkt: &mut Packet, _| {
+    p.link.fate = Box::new(move |side, pkt: &mut Packet, _| {
         let lose = side == 0 && pkt.is_data() && pkt.bth.psn == psn && l.get().is_none();
         if lose {
             l.set(Some((pkt.ext.ev, pkt.ext.ts)));
@@ -96,7 +96,7 @@ fn acked_at_nth(p: &Pair, n: usize) -> Time {
 fn log(p: &mut Pair) -> Vec<PathLog> {
     let mut out = Vec::new();
     let now = p.now();
-    p.eps[0].drain_path_log(now, &mut out);
+    p.ep_mut(0).drain_path_log(now, &mut out);
     out
 }
 
@@ -123,7 +123,7 @@ fn messages_end_with_write_with_immediate_even_when_the_last_packet_overtakes() 
     // message early: the receiver completes it once every packet is placed.
     let mut p = pair(7);
     let seen = p.record_sent(|pkt| (pkt.bth.opcode, pkt.bth.psn, pkt.hdrs & fabricsim_wire::hdr::IMM != 0, pkt.imm));
-    p.delay_of =
+    p.link.delay_of =
         Some(Box::new(
             |side, pkt: &Packet| {
                 if side == 0 && pkt.is_data() && pkt.bth.psn < 9 {
@@ -158,7 +158,7 @@ fn messages_end_with_write_with_immediate_even_when_the_last_packet_overtakes() 
 fn a_trimmed_packet_is_resent_at_once_and_its_ev_stays_active() {
     let mut p = pair(2);
     let mut trimmed = None;
-    p.fate = Box::new(move |side, pkt: &mut Packet, _| {
+    p.link.fate = Box::new(move |side, pkt: &mut Packet, _| {
         if side == 0 && pkt.is_data() && pkt.bth.psn == 20 && trimmed.is_none() {
             trimmed = Some(pkt.ext.ev);
             pkt.trim();
@@ -168,9 +168,9 @@ fn a_trimmed_packet_is_resent_at_once_and_its_ev_stays_active() {
     p.post(Message { seq: 0, len: 100 * 4096, va: 0, rkey: 1 });
     p.run(Time::MAX);
     assert_eq!(p.received().len(), 1);
-    assert_eq!(p.eps[0].stats().timeouts, 0, "the NACK, not a timeout, recovered it");
-    assert_eq!(p.eps[0].stats().retransmitted, 1);
-    assert_eq!(p.eps[1].stats().trimmed, 1);
+    assert_eq!(p.ep(0).stats().timeouts, 0, "the NACK, not a timeout, recovered it");
+    assert_eq!(p.ep(0).stats().retransmitted, 1);
+    assert_eq!(p.ep(1).stats().trimmed, 1);
     assert!(log(&mut p).iter().all(|l| l.state != EvState::Retired), "trims never retire an EV");
 }
 
@@ -190,7 +190,7 @@ fn an_untrimmed_loss_retires_the_ev_and_probes_bring_it_back() {
     assert!(states.contains(&EvState::Probing));
     assert_eq!(*states.last().unwrap(), EvState::Active, "five answered probes resurrect it into its slot: {states:?}");
     assert_eq!(mrc(&p).evs().active_per_plane(), vec![16], "a backup filled the slot");
-    assert_eq!(p.eps[0].stats().timeouts, 0, "RACK, not a timeout, found the loss");
+    assert_eq!(p.ep(0).stats().timeouts, 0, "RACK, not a timeout, found the loss");
 }
 
 #[test]
@@ -222,14 +222,14 @@ fn a_late_packet_on_a_slow_path_is_resent_but_its_ev_is_not_retired() {
     // the EV out, but the first copies arrive, so the path is not called broken.
     let slow = std::rc::Rc::new(std::cell::Cell::new(None::<(u32, u64)>));
     let s = slow.clone();
-    p.fate = Box::new(move |side, pkt: &mut Packet, _| {
+    p.link.fate = Box::new(move |side, pkt: &mut Packet, _| {
         if side == 0 && pkt.is_data() && pkt.bth.psn == 30 && s.get().is_none() {
             s.set(Some((pkt.ext.ev, pkt.ext.ts)));
         }
         (false, false)
     });
-    let (base, s) = (p.delay, slow.clone());
-    p.delay_of = Some(Box::new(move |side, pkt: &Packet| match s.get() {
+    let (base, s) = (p.link.delay, slow.clone());
+    p.link.delay_of = Some(Box::new(move |side, pkt: &Packet| match s.get() {
         Some((ev, t0)) if side == 0 && pkt.ext.ev == ev && pkt.ext.ts >= t0 => {
             base + Dur(Dur::from_us(30).ps().saturating_sub(pkt.ext.ts - t0))
         }
@@ -240,7 +240,7 @@ fn a_late_packet_on_a_slow_path_is_resent_but_its_ev_is_not_retired() {
     assert_eq!(p.received().len(), 1);
     let (ev, _) = slow.get().unwrap();
     let states: Vec<EvState> = log(&mut p).iter().filter(|l| l.ev == ev).map(|l| l.state).collect();
-    assert!(p.eps[0].stats().retransmitted >= 1, "RACK resent the late packet");
+    assert!(p.ep(0).stats().retransmitted >= 1, "RACK resent the late packet");
     assert!(states.contains(&EvState::Backup), "the slow EV was swapped out: {states:?}");
     assert!(!states.contains(&EvState::Retired), "a late packet is no loss: {states:?}");
     assert!(mrc(&p).evs().stats().iter().all(|s| s.losses == 0));
@@ -257,21 +257,22 @@ fn a_late_packet_on_a_slow_path_is_resent_but_its_ev_is_not_retired() {
 fn when_every_path_is_slow_timeouts_resend_one_packet_and_retire_nothing() {
     for slow in [Dur::from_us(600), Dur::from_ms(3)] {
         let mut p = pair(6);
-        let base = p.delay;
+        let base = p.link.delay;
         let slow_from = Dur::from_us(20).ps();
-        p.delay_of = Some(Box::new(
-            move |side, pkt: &Packet| {
-                if side == 0 && pkt.is_data() && pkt.ext.ts >= slow_from {
-                    slow
-                } else {
-                    base
-                }
-            },
-        ));
+        p.link.delay_of =
+            Some(Box::new(
+                move |side, pkt: &Packet| {
+                    if side == 0 && pkt.is_data() && pkt.ext.ts >= slow_from {
+                        slow
+                    } else {
+                        base
+                    }
+                },
+            ));
         p.post(Message { seq: 0, len: 300 * 4096, va: 0, rkey: 1 });
         p.run(Time::MAX);
         assert_eq!(p.acked().len(), 1, "the message completes");
-        let st = p.eps[0].stats();
+        let st = p.ep(0).stats();
         assert!(st.timeouts >= 1, "the slowdown must cost timeouts ({})", st.timeouts);
         assert!(st.retransmitted <= 2 * st.timeouts, "{} resends for {} timeouts", st.retransmitted, st.timeouts);
         assert!(st.timeouts <= 8, "{:?}: {} timeouts, the timer restarts and backs off", slow, st.timeouts);
@@ -285,7 +286,7 @@ fn ecn_echoes_make_evs_sit_out() {
     // Mark every packet on one EV.
     let target = std::rc::Rc::new(std::cell::Cell::new(None));
     let t = target.clone();
-    p.fate = Box::new(move |side, pkt: &mut Packet, _| {
+    p.link.fate = Box::new(move |side, pkt: &mut Packet, _| {
         if side != 0 || !pkt.is_data() {
             return (false, false);
         }
@@ -297,7 +298,7 @@ fn ecn_echoes_make_evs_sit_out() {
     p.post(Message { seq: 0, len: 3000 * 4096, va: 0, rkey: 1 });
     p.run(Time::MAX);
     let x = target.get().unwrap();
-    let stats = p.eps[0].path_stats();
+    let stats = p.ep(0).path_stats();
     let on_x = stats.iter().find(|s| s.ev == x).unwrap().packets;
     let others: Vec<u64> = stats.iter().filter(|s| s.ev != x).map(|s| s.packets).collect();
     let mean = others.iter().sum::<u64>() as f64 / others.len() as f64;
@@ -313,7 +314,7 @@ proptest! {
         p.post(Message { seq: 1, len: 4097, va: 0, rkey: 1 });
         p.run(Time(Dur::from_ms(500).ps()));
         prop_assert_eq!(p.received().len(), 2, "seed {} loss {}", seed, loss);
-        prop_assert_eq!(p.eps[1].stats().bytes_placed, len + 4097);
+        prop_assert_eq!(p.ep(1).stats().bytes_placed, len + 4097);
         prop_assert_eq!(p.acked().len(), 2);
     }
 }
@@ -333,7 +334,7 @@ fn a_dead_reverse_path_is_found_again_and_the_lost_acknowledgement_repeated() {
         let repeats = std::rc::Rc::new(std::cell::Cell::new(0u32));
         let (d, r) = (dead_parity.clone(), repeats.clone());
         let start = Time::ZERO + Dur::from_us(20);
-        p.fate = Box::new(move |side, pkt: &mut Packet, _| {
+        p.link.fate = Box::new(move |side, pkt: &mut Packet, _| {
             let ev = pkt.net.entropy();
             // The first acknowledgement of data sent after the failure names the
             // parity of EVs that dies.
@@ -372,7 +373,7 @@ fn a_loss_among_the_last_packets_is_found_by_rack_not_by_a_timeout() {
         // PSNs 0-11, 0.33 us apart at 100 Gb/s: 9 and 10 are within 2 us (the window)
         // of the last one. The first copy of the victim is lost.
         let mut dropped = false;
-        p.fate = Box::new(move |side, pkt: &mut Packet, _| {
+        p.link.fate = Box::new(move |side, pkt: &mut Packet, _| {
             let lose = side == 0 && pkt.is_data() && pkt.bth.psn == victim && !dropped;
             dropped |= lose;
             (lose, false)
@@ -380,7 +381,7 @@ fn a_loss_among_the_last_packets_is_found_by_rack_not_by_a_timeout() {
         p.post(Message { seq: 0, len: 12 * 4096, va: 0, rkey: 1 });
         p.run(Time::MAX);
         let done = acked_at(&p);
-        let st = p.eps[0].stats();
+        let st = p.ep(0).stats();
         assert_eq!((st.timeouts, st.retransmitted), (0, 1), "PSN {victim}: resent once, no timeout");
         assert!(done < Time::ZERO + Dur::from_us(25), "PSN {victim}: done at {done}, not after an RTO");
     }
@@ -395,7 +396,7 @@ fn a_lost_last_packet_is_resent_by_the_tail_loss_probe() {
     for seed in 1..=4 {
         let mut p = pair(seed);
         let mut dropped = false;
-        p.fate = Box::new(move |side, pkt: &mut Packet, _| {
+        p.link.fate = Box::new(move |side, pkt: &mut Packet, _| {
             let lose = side == 0 && pkt.is_data() && pkt.bth.psn == 11 && !dropped;
             dropped |= lose;
             (lose, false)
@@ -403,7 +404,7 @@ fn a_lost_last_packet_is_resent_by_the_tail_loss_probe() {
         p.post(Message { seq: 0, len: 12 * 4096, va: 0, rkey: 1 });
         p.run(Time::ZERO + Dur::from_ms(1));
         let done = acked_at(&p);
-        let st = p.eps[0].stats();
+        let st = p.ep(0).stats();
         assert_eq!((st.timeouts, st.tail_probes, st.retransmitted), (0, 1, 1), "seed {seed}");
         assert!(done < Time::ZERO + Dur::from_us(25), "seed {seed}: done at {done}, not after an RTO");
     }
@@ -424,7 +425,7 @@ fn a_repaired_reverse_path_reports_everything_received() {
         let mut p = pair(seed);
         let mut dead_parity = first_seen();
         let mut first_copy = [true; 16];
-        p.fate = Box::new(move |side, pkt: &mut Packet, _| {
+        p.link.fate = Box::new(move |side, pkt: &mut Packet, _| {
             if side == 0 {
                 let psn = pkt.bth.psn as usize;
                 let lose = pkt.is_data() && [3, 6, 10].contains(&psn) && first_copy[psn];
@@ -438,8 +439,8 @@ fn a_repaired_reverse_path_reports_everything_received() {
         p.post(Message { seq: 0, len: 16 * 4096, va: 0, rkey: 1 });
         p.run(Time::ZERO + Dur::from_ms(5));
         assert_eq!(p.acked().len(), 1, "seed {seed}: the message completes");
-        let (timeouts, dups) = (mrc(&p).stats().timeouts, p.eps[1].stats().duplicates);
-        let resent = p.eps[0].stats().retransmitted;
+        let (timeouts, dups) = (mrc(&p).stats().timeouts, p.ep(1).stats().duplicates);
+        let resent = p.ep(0).stats().retransmitted;
         println!("seed {seed}: {timeouts} timeouts, {resent} resends, {dups} duplicates");
         assert!(dups <= timeouts + 1, "seed {seed}: {dups} duplicates for {timeouts} timeouts");
         timed_out += (timeouts > 0) as u32;
@@ -460,7 +461,7 @@ fn a_lone_active_ev_that_loses_everything_is_left_for_a_backup() {
         let mut p = pair_with(seed, c);
         let dead = std::rc::Rc::new(std::cell::Cell::new(None::<u32>));
         let d = dead.clone();
-        p.fate = Box::new(move |side, pkt: &mut Packet, _| {
+        p.link.fate = Box::new(move |side, pkt: &mut Packet, _| {
             if side != 0 || !pkt.is_data() {
                 return (false, false);
             }
@@ -496,7 +497,8 @@ fn a_sender_that_hears_nothing_gets_the_receivers_state_on_the_probed_path() {
     for seed in 1..=8 {
         let mut p = pair(seed);
         let mut dead_parity = first_seen();
-        p.fate = Box::new(move |side, pkt: &mut Packet, _| (side == 1 && dead_parity(pkt.net.entropy() & 1), false));
+        p.link.fate =
+            Box::new(move |side, pkt: &mut Packet, _| (side == 1 && dead_parity(pkt.net.entropy() & 1), false));
         // Four packets: the last arrives before the probe's answer comes back, so no
         // later acknowledgement takes the new path by itself.
         p.post(Message { seq: 0, len: 4 * 4096, va: 0, rkey: 1 });
@@ -530,7 +532,7 @@ fn a_timeout_after_paths_went_silent_resends_on_two_evs() {
         let copies = std::rc::Rc::new(std::cell::RefCell::new(std::collections::BTreeMap::new()));
         let c = copies.clone();
         let mut dead_parity = first_seen();
-        p.fate = Box::new(move |side, pkt: &mut Packet, _| {
+        p.link.fate = Box::new(move |side, pkt: &mut Packet, _| {
             if side == 0 && pkt.is_data() {
                 c.borrow_mut().entry((pkt.bth.psn, pkt.ext.ts)).or_insert_with(Vec::new).push(pkt.ext.ev);
             }
@@ -565,7 +567,7 @@ fn a_receiver_whose_port_comes_back_up_says_so_at_once() {
     p.run(Time::ZERO + Dur::from_us(100));
     assert_eq!(p.received().len(), 1);
     let now = p.now();
-    let r = &mut p.eps[1];
+    let r = p.ep_mut(1);
     let drain = |r: &mut AnyEndpoint, t: Time| util::drain(r, t, 0);
     drain(r, now);
     r.on_port_state(now, 0, false);
@@ -620,7 +622,7 @@ fn a_sender_backed_off_during_an_outage_resends_when_the_receivers_port_is_back(
         let mut p = pair(seed);
         let down = std::rc::Rc::new(std::cell::Cell::new(false));
         let d = down.clone();
-        p.fate = Box::new(move |_, _: &mut Packet, _| (d.get(), false));
+        p.link.fate = Box::new(move |_, _: &mut Packet, _| (d.get(), false));
         down.set(true);
         p.port_state(1, 0, false);
         p.post(Message { seq: 0, len: 64 * 4096, va: 0, rkey: 1 });
@@ -837,43 +839,47 @@ fn a_port_back_after_its_epoch_wrapped_is_learned() {
 #[test]
 fn a_peer_port_back_up_is_learned_from_its_probes_too() {
     use fabricsim_wire::{opcode, Ext};
+    use std::cell::Cell;
+    use std::rc::Rc;
     let s = MrcSender::new(util::info2(0, 1), cfg(), Time::ZERO, Rng::new(5));
     let rcfg = responder_cfg(Some(Dur::from_us(20)));
     let r = SprayResponder::new(util::info2(1, 0), rcfg, Rng::new(6));
-    let mut eps: [Box<dyn Endpoint>; 2] = [Box::new(s), Box::new(r)];
-    eps[1].on_port_state(Time::ZERO, 1, false);
-    eps[0].post(Time::ZERO, Message { seq: 0, len: 2000 * 4096, va: 0, rkey: 1 });
+    // Two ports each, 2 us apart, no serialization.
+    let mut p = Pair::with_ports(AnyEndpoint::Mrc(s), AnyEndpoint::Spray(r), 2, None, Dur::from_us(2));
+    p.port_state(1, 1, false);
+    p.post(Message { seq: 0, len: 2000 * 4096, va: 0, rkey: 1 });
     let (down0, up1) = (Time::ZERO + Dur::from_us(20), Time::ZERO + Dur::from_us(100));
-    let (mut did_down, mut did_up, mut lost_announcements) = (false, false, 0);
-    let acked = util::run_two_ports(
-        &mut eps,
-        Time::ZERO + Dur::from_ms(50),
-        |side, port, p, now| {
-            if side == 0 {
-                // The receiver's port `port` must be up.
-                return if port == 0 { now < down0 } else { now >= up1 };
-            }
-            if p.bth.opcode == opcode::X_SACK && p.ext.flags & Ext::F_PORT_UP != 0 {
-                lost_announcements += 1;
-                return false;
-            }
-            true
-        },
-        |now, eps| {
-            let before = (did_down, did_up);
-            if now >= down0 && !did_down {
-                did_down = true;
-                eps[1].on_port_state(now, 0, false);
-            }
-            if now >= up1 && !did_up {
-                did_up = true;
-                eps[1].on_port_state(now, 1, true);
-            }
-            before != (did_down, did_up)
-        },
-    );
-    assert_eq!(lost_announcements, 1);
-    assert_eq!(acked.len(), 1, "the message completes over plane 1 ({:?})", eps[0].stats());
+    let clock = Rc::new(Cell::new(Time::ZERO));
+    let lost_announcements = Rc::new(Cell::new(0));
+    let (c, lost) = (clock.clone(), lost_announcements.clone());
+    p.link.fate = Box::new(move |side, pkt: &mut Packet, _| {
+        let now = c.get();
+        if side == 0 {
+            // The receiver's port `port` must be up.
+            let up = if pkt.net.src_port == 0 { now < down0 } else { now >= up1 };
+            return (!up, false);
+        }
+        if pkt.bth.opcode == opcode::X_SACK && pkt.ext.flags & Ext::F_PORT_UP != 0 {
+            lost.set(lost.get() + 1);
+            return (true, false);
+        }
+        (false, false)
+    });
+    let (mut did_down, mut did_up) = (false, false);
+    p.run_with(Time::ZERO + Dur::from_ms(50), |now, p| {
+        clock.set(now);
+        if now >= down0 && !did_down {
+            did_down = true;
+            p.port_state(1, 0, false);
+        }
+        if now >= up1 && !did_up {
+            did_up = true;
+            p.port_state(1, 1, true);
+        }
+    });
+    let acked = p.acked_times();
+    assert_eq!(lost_announcements.get(), 1);
+    assert_eq!(acked.len(), 1, "the message completes over plane 1 ({:?})", p.ep(0).stats());
     // Measured: 524 us, 2 timeouts.
     assert!(acked[0] < Time::ZERO + Dur::from_ms(1), "completed at {}", acked[0]);
 }
@@ -892,17 +898,16 @@ fn the_only_usable_plane_keeps_an_active_ev() {
         let s = MrcSender::new(util::info2(0, 1), c, Time::ZERO, Rng::new(seed));
         let rcfg = responder_cfg(Some(Dur::from_us(20)));
         let r = SprayResponder::new(util::info2(1, 0), rcfg, Rng::new(seed + 9));
-        let mut eps: [Box<dyn Endpoint>; 2] = [Box::new(s), Box::new(r)];
-        eps[1].on_port_state(Time::ZERO, 1, false);
-        eps[0].post(Time::ZERO, Message { seq: 0, len: 3000 * 4096, va: 0, rkey: 1 });
+        let mut p = Pair::with_ports(AnyEndpoint::Mrc(s), AnyEndpoint::Spray(r), 2, None, Dur::from_us(2));
+        p.port_state(1, 1, false);
+        p.post(Message { seq: 0, len: 3000 * 4096, va: 0, rkey: 1 });
         let mut rng = Rng::new(seed * 77);
-        let acked = util::run_two_ports(
-            &mut eps,
-            Time::ZERO + Dur::from_ms(200),
-            |side, port, p, _| !(side == 0 && (port == 1 || (p.is_data() && rng.chance(0.5)))),
-            |_, _| false,
-        );
-        println!("seed {seed}: acked at {acked:?}, {} timeouts", eps[0].stats().timeouts);
+        p.link.fate = Box::new(move |side, pkt: &mut Packet, _| {
+            (side == 0 && (pkt.net.src_port == 1 || (pkt.is_data() && rng.chance(0.5))), false)
+        });
+        p.run(Time::ZERO + Dur::from_ms(200));
+        let acked = p.acked_times();
+        println!("seed {seed}: acked at {acked:?}, {} timeouts", p.ep(0).stats().timeouts);
         assert!(acked[0] < Time::ZERO + Dur::from_ms(2), "seed {seed}: acked at {}", acked[0]);
     }
 }
@@ -930,7 +935,8 @@ fn a_plane_whose_active_evs_all_die_finds_a_working_path() {
             let start = p.now();
             let dead = mrc(&p).evs().active(0);
             let d = dead.clone();
-            p.fate = Box::new(move |side, pkt: &mut Packet, _| (side == 0 && d.contains(&pkt.net.entropy()), false));
+            p.link.fate =
+                Box::new(move |side, pkt: &mut Packet, _| (side == 0 && d.contains(&pkt.net.entropy()), false));
             p.post(Message { seq: 1, len: packets * 4096, va: 0, rkey: 1 });
             p.run(start + Dur::from_ms(20));
             let case = format!("{active} active EVs, {packets} packets, seed {seed}");

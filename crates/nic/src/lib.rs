@@ -1,0 +1,159 @@
+//! The host and NIC layer: the one driver of the transport contract.
+//!
+//! Transports are sans-IO state machines ([`fabricsim_transport::Endpoint`]); something
+//! must hand them packets, ask them for packets when a port is free, run their timers
+//! and collect what they report. This crate is that something, for the simulator and
+//! for the transport tests' two-host harness alike, over the [`Wire`] seam.
+//!
+//! * [`wire`]: the [`Wire`] trait (can this port send, send this frame, come back at
+//!   this time) and the [`NicEvent`]s the NIC schedules through it.
+//! * `endpoints`: the endpoint table: every QP's requester and responder, where they
+//!   live (host, NIC ports), and the connections that own them.
+//! * `driver`: the contract's driver: delivery, NIC port service (control before data,
+//!   one packet per endpoint per turn, ports offered from a rotating start), timers and
+//!   pacing wake-ups, port state changes.
+//! * [`multiqp`]: messages over a connection's QPs: the split policy (even parts for
+//!   QP-Scaling), which message each QP's sequence numbers carry, and the message-level
+//!   report once every part has arrived or been acknowledged.
+//!
+//! # Reporting upward
+//! The layer never calls into the run loop. What happened to messages is queued as
+//! [`NicOutput`]s; the owner drains them with [`Nic::poll_output`] after each call,
+//! as it drains the fabric's outputs.
+//!
+//! # Call order
+//! Build with [`Nic::new`] and [`Nic::add_connection`]. Then, as events come:
+//! [`Nic::post`] a message (or [`Nic::book`] it on a copy that only receives it),
+//! [`Nic::deliver`] an arriving packet, [`Nic::serve`] a port the wire reports free,
+//! [`Nic::on_event`] a [`NicEvent`] at its time, [`Nic::port_state`] a port going down
+//! or up; after each, [`Nic::poll_output`] until it returns `None`.
+
+pub mod wire;
+
+mod driver;
+mod endpoints;
+pub mod multiqp;
+
+pub use endpoints::EndpointPlace;
+pub use multiqp::Split;
+pub use wire::{NicEvent, Wire};
+
+use fabricsim_engine::{Ring, Time};
+use fabricsim_transport::AnyEndpoint;
+use std::collections::VecDeque;
+
+/// What the NIC reports about messages and connections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NicOutput {
+    /// Every part of message `msg` has been placed at its receiver.
+    Received {
+        /// The message.
+        msg: u32,
+    },
+    /// One part of message `msg` was acknowledged to its sender.
+    Acked {
+        /// The message.
+        msg: u32,
+        /// Packets of that part sent more than once.
+        retransmitted: u64,
+        /// Whether it was the last part outstanding: the message is acknowledged.
+        all: bool,
+    },
+    /// A QP of connection `conn` exceeded its retry limit and failed.
+    Failed {
+        /// The connection.
+        conn: u32,
+    },
+    /// Endpoint `ep` of a connection that reports its endpoints' own events
+    /// ([`Report::Endpoints`]) reported `event`.
+    Endpoint {
+        /// The endpoint.
+        ep: u32,
+        /// What it reported (its own message sequence numbers).
+        event: fabricsim_transport::AppEvent,
+    },
+}
+
+/// What a connection's endpoints' events become.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Report {
+    /// Message-level outputs: the connection's messages are posted with
+    /// [`Nic::post`], which numbers their parts.
+    Messages,
+    /// The endpoints' own events, for an owner that posts transport messages itself
+    /// ([`Nic::post_message`]) with its own sequence numbers (the transport tests).
+    Endpoints,
+}
+
+/// Per-endpoint bookkeeping of the driver, beside the endpoint itself.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct EpMeta {
+    pub(crate) host: u32,
+    pub(crate) first_port: u8,
+    pub(crate) ports: u8,
+    pub(crate) responder: bool,
+    pub(crate) conn: u32,
+    /// Bit `i` set while queued on port `first_port + i`.
+    pub(crate) queued: u16,
+    /// The port (`first_port +` this) that [`Nic::ready`] offers first next time.
+    pub(crate) offer_first: u8,
+    pub(crate) timer_at: Time,
+    pub(crate) wake_at: Time,
+}
+
+/// Endpoints a NIC's queue keeps inline (see [`Ring`]): most hosts have a few
+/// connections, and the queue is read on every packet the NIC sends.
+const NIC_QUEUE_INLINE: usize = 4;
+
+/// One NIC port's ready queues: responders (ACK/NAK/CNP) are served before requesters,
+/// as RNICs serve their ACK engine first.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct NicQueues {
+    pub(crate) ctrl: Ring<u32, NIC_QUEUE_INLINE>,
+    pub(crate) data: Ring<u32, NIC_QUEUE_INLINE>,
+}
+
+/// Every host's NIC: the endpoints, their queues and timers, and the connections and
+/// messages they carry.
+#[derive(Clone, Debug)]
+pub struct Nic {
+    /// Endpoints by id (a QP's requester at `2i`, its responder at `2i + 1` of its
+    /// connection's range). The id is the QP number packets are addressed to.
+    pub(crate) eps: Vec<AnyEndpoint>,
+    pub(crate) meta: Vec<EpMeta>,
+    /// Ready queues per `(host, port)`.
+    pub(crate) queues: Vec<NicQueues>,
+    /// NIC ports per host.
+    pub(crate) ports_per_host: u32,
+    /// Endpoint ids per host.
+    pub(crate) host_eps: Vec<Vec<u32>>,
+    pub(crate) conns: Vec<multiqp::ConnState>,
+    pub(crate) parts: Vec<multiqp::Parts>,
+    pub(crate) out: VecDeque<NicOutput>,
+    /// Packets that arrived for no endpoint of their host.
+    pub misdelivered: u64,
+}
+
+impl Nic {
+    /// NICs of `ports_per_host` ports on `hosts` hosts, for `messages` messages (their
+    /// ids index per-message bookkeeping).
+    pub fn new(hosts: u32, ports_per_host: u32, messages: usize) -> Nic {
+        Nic {
+            eps: Vec::new(),
+            meta: Vec::new(),
+            queues: vec![NicQueues::default(); (hosts * ports_per_host) as usize],
+            ports_per_host,
+            host_eps: vec![Vec::new(); hosts as usize],
+            conns: Vec::new(),
+            parts: vec![multiqp::Parts::default(); messages],
+            out: VecDeque::new(),
+            misdelivered: 0,
+        }
+    }
+
+    /// The next thing to report, if any.
+    #[inline]
+    pub fn poll_output(&mut self) -> Option<NicOutput> {
+        self.out.pop_front()
+    }
+}

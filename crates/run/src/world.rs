@@ -1,0 +1,181 @@
+//! Building a run's world: the fabric, the plan, every connection's endpoints on the
+//! NICs, the messages' ideal times and dependencies, the faults; and its first events.
+
+use crate::checks::{check_delay_target, check_memory, check_message_sizes, check_planes};
+use crate::factory;
+use crate::faults::resolve_faults;
+use crate::messages::{ideal_times, Dependencies, MsgState};
+use crate::sampling::{Sampler, ThroughputRows};
+use crate::scenario::Scenario;
+use crate::sim::{Event, Sim, DEEP_PREFETCH_PORTS};
+use crate::watchdog::Watchdog;
+use crate::ScenarioError;
+use fabricsim_engine::{Dur, EventQueue, Rng, Time};
+use fabricsim_fabric::Fabric;
+use fabricsim_nic::{EndpointPlace, Nic, Split};
+
+/// The unloaded round trip of a connection (a full data frame out, an ACK back along
+/// the same links) and the bytes that fill its ports for that long.
+pub(crate) fn path_context(
+    fabric: &Fabric,
+    sc: &Scenario,
+    transport: &factory::TransportSpec,
+    src: u32,
+    dst: u32,
+    nic: u8,
+    ports: u8,
+) -> factory::PathContext {
+    let data = factory::frame_wire_bytes(transport, sc.mtu as u64 * 2, sc.mtu, 0);
+    let ack = factory::ack_wire_bytes(transport);
+    let base_rtt = fabric.path(src, dst, nic).map_or(Dur::from_us(10), |hops| {
+        hops.iter()
+            .map(|&(rate, delay)| rate.tx_time(data) + rate.tx_time(ack) + delay + delay)
+            .fold(Dur::ZERO, |a, b| a + b)
+    });
+    let rate = sc.links.host_link.bps() as f64 * ports as f64;
+    factory::PathContext { base_rtt, bdp_bytes: rate / 8.0 * base_rtt.as_secs_f64() }
+}
+
+impl Sim {
+    /// Builds the fabric, the connections and the plan of `scenario` (with
+    /// `partitions > 1`, a copy of the world for each further partition).
+    pub fn new(scenario: Scenario) -> Result<Sim, ScenarioError> {
+        let mut sim = Sim::build(scenario)?;
+        if sim.scenario.partitions > 1 {
+            crate::parallel::check(&sim)?;
+            sim.replicas = crate::parallel::build_replicas(&sim);
+        }
+        sim.seed_events();
+        Ok(sim)
+    }
+
+    /// One copy of the world, with no events yet.
+    pub(crate) fn build(scenario: Scenario) -> Result<Sim, ScenarioError> {
+        let stall_after = scenario.stall_after;
+        let max_frame = scenario.mtu as u64 + 200;
+        let fabric = Fabric::new(&scenario.topology, &scenario.links, scenario.fabric.clone(), max_frame)
+            .map_err(|e| ScenarioError::from_message(&e.to_string()))?;
+        let nics_per_host = fabric.nics();
+        check_memory(&scenario, fabric.hosts(), nics_per_host)?;
+        let plan = fabricsim_workload::build(&scenario.workloads, fabric.hosts(), scenario.seed)
+            .map_err(|e| ScenarioError::from_message(&e.to_string()))?;
+        check_planes(&scenario, nics_per_host)?;
+        check_message_sizes(&scenario, &plan.messages)?;
+        let mut nic = Nic::new(fabric.hosts(), nics_per_host, plan.messages.len());
+        for (ci, c) in plan.conns.iter().enumerate() {
+            let transport = scenario.transport_of(c.workload);
+            let all_ports = transport.spans_all_ports();
+            // A single-port connection's QP i uses NIC port (connection + i) mod ports, as
+            // collective libraries spread queue pairs over a multi-rail NIC.
+            let place = |qp: u32| {
+                if all_ports {
+                    EndpointPlace { first_port: 0, ports: nics_per_host as u8 }
+                } else {
+                    EndpointPlace { first_port: ((ci as u32 + qp) % nics_per_host) as u8, ports: 1 }
+                }
+            };
+            // Keyed by workload and position in it: adding a workload or appending a
+            // flow never changes another connection's random choices.
+            let mut rng = Rng::stream(scenario.seed, &[0xC044, c.workload as u64, c.index as u64]);
+            let EndpointPlace { first_port, ports } = place(0);
+            let ctx = path_context(&fabric, &scenario, transport, c.src, c.dst, first_port, ports);
+            check_delay_target(&scenario, c, transport, ctx.base_rtt)?;
+            nic.add_connection(
+                c.src,
+                c.dst,
+                transport.qps(),
+                Split::Even,
+                scenario.links.host_link,
+                scenario.mtu,
+                place,
+                |_, req, resp| factory::endpoint_pair(transport, req, resp, &ctx, Time::ZERO, &mut rng),
+            );
+        }
+        let msgs = plan
+            .messages
+            .iter()
+            .map(|m| {
+                let c = plan.conns[m.conn as usize];
+                let transport = scenario.transport_of(c.workload);
+                let first_port = nic.place_of(m.conn as usize, 0).first_port;
+                let hops = fabric.path(c.src, c.dst, first_port);
+                let (ideal, sender_ideal) = hops.map_or((Dur::ZERO, Dur::ZERO), |hops| {
+                    ideal_times(&hops, transport, m.size, scenario.mtu, nics_per_host, scenario.links.host_link)
+                });
+                MsgState::new(m.deps.len() as u32, ideal, sender_ideal)
+            })
+            .collect();
+        let deps = Dependencies::new(&plan);
+        let faults = resolve_faults(&scenario, &fabric)?;
+        let nconns = nic.connections();
+        let done_when_acked = scenario.output.fct_at == crate::scenario::FctAt::Sender;
+        let sampler = Sampler::new(&fabric, scenario.output.sample_interval, scenario.partitions);
+        let deep_prefetch = fabric.ports.len() >= DEEP_PREFETCH_PORTS;
+        let sim = Sim {
+            scenario,
+            plan,
+            fabric,
+            q: EventQueue::new(),
+            deep_prefetch,
+            nic,
+            msgs,
+            deps,
+            received: 0,
+            done: 0,
+            done_when_acked,
+            started: 0,
+            watchdog: Watchdog::new(stall_after),
+            sampler,
+            failed_conns: 0,
+            end: None,
+            ending: None,
+            faults,
+            fault_log: Vec::new(),
+            ev_log: Vec::new(),
+            throughput: ThroughputRows::default(),
+            conn_bytes: vec![0; nconns],
+            last_sample: Time::ZERO,
+            next_sample: Time::MAX,
+            pcap: None,
+            part: None,
+            events_absorbed: 0,
+            started_elsewhere: Vec::new(),
+            inbox: Vec::new(),
+            inbox_min: None,
+            next_local: None,
+            sample_due: None,
+            replicas: Vec::new(),
+        };
+        Ok(sim)
+    }
+
+    /// Schedules the run's first events: faults, messages without dependencies whose
+    /// sender this copy simulates, and (unpartitioned) the first sample.
+    pub(crate) fn seed_events(&mut self) {
+        self.q = EventQueue::new();
+        for (i, f) in self.scenario.faults.iter().enumerate() {
+            self.q.push(Time::ZERO + f.at, Event::Fault(i as u32));
+        }
+        for (i, m) in self.plan.messages.iter().enumerate() {
+            if m.deps.is_empty() && self.owns_host(self.plan.conns[m.conn as usize].src) {
+                self.q.push(Time::ZERO + m.start, Event::Start(i as u32));
+            }
+        }
+        // A partitioned run samples between windows instead.
+        self.next_sample = if self.sampler.enabled() && self.part.is_none() {
+            Time::ZERO + self.scenario.output.sample_interval
+        } else {
+            Time::MAX
+        };
+    }
+
+    /// Makes this copy simulate partition `me` of `owner` (per node) and schedules its
+    /// first events. Returns the lookahead (see [`fabricsim_fabric::partition`]).
+    pub(crate) fn make_partition(&mut self, owner: &[u8], me: u8) -> Option<Dur> {
+        let lookahead = self.fabric.set_partition(owner, me);
+        self.part = Some((owner.to_vec(), me));
+        self.seed_events();
+        self.refresh_next();
+        lookahead
+    }
+}
