@@ -21,10 +21,19 @@ EXT_BYTES: int
 class ScenarioError(ValueError):
     """A scenario that cannot be run; the message names the key and the allowed values."""
 
+    #: The key at fault (``"topology.leaves"``); empty for the whole document. Set on
+    #: the errors the core raises.
+    key: str
+    #: What is wrong with it and what is allowed (the message without the key).
+    reason: str
+
 Column = Union[Tuple[str, bytes], List[str]]
 
+#: The result tables a run produces, by name, in the order they are written.
+TABLES: List[str]
+
 def run(text: str, format: str = "toml", seed: Optional[int] = None, progress: bool = False,
-        pcap: Optional[str] = None, pcap_path: Optional[str] = None, pcap_snap: int = 128,
+        pcap: Optional[str] = None, pcap_path: Optional[str] = None, pcap_snap: int = 65535,
         partitions: Optional[int] = None) -> Dict[str, Any]:
     """Run a scenario; returns the result tables as typed column buffers."""
 

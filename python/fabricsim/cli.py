@@ -128,10 +128,10 @@ def _out_problem(out: Path) -> Optional[str]:
     return None
 
 
-def _flag_error(message: str, a: argparse.Namespace) -> Optional[str]:
+def _flag_error(e: Exception, a: argparse.Namespace) -> Optional[str]:
     """A core error about a value a flag gave, named by the flag (as argparse names
     ``--seed``), or None for an error about the scenario."""
-    key, _, rest = message.partition(": ")
+    key, rest = getattr(e, "key", ""), getattr(e, "reason", str(e))
     if key == "pcap" and a.pcap is not None:
         spec = a.pcap if len(a.pcap) <= 64 else f"{a.pcap[:64]}... ({len(a.pcap)} characters)"
         return f"--pcap {spec}: {rest}"
@@ -185,7 +185,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
         result = run(scenario, seed=a.seed, progress=not a.quiet and sys.stderr.isatty(), pcap=a.pcap,
                      pcap_snap=a.pcap_snap, partitions=a.partitions)
     except ScenarioError as e:
-        return _fail(_flag_error(str(e), a) or f"{scenario}: {e}")
+        return _fail(_flag_error(e, a) or f"{scenario}: {e}")
     out = a.out or _default_out(result.summary["name"])
     # The scenario's output.plots decides, unless --no-plots.
     plots = False if a.no_plots else None

@@ -17,11 +17,13 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
+from . import _core
+
 # Integer columns where -1 means "none" (a flow that never started or finished).
 _NULLABLE = {"start_ns", "finish_ns", "fct_ns", "acked_ns", "sender_fct_ns", "collective", "duration_ns", "ooo_max", "ooo_p99"}
 
-# The tables a run produces, in the order they are written.
-TABLES = ("flows", "ports", "collectives", "connections", "paths", "ev_states", "ooo", "throughput", "faults")
+# The tables a run produces, in the order they are written (the core's one list).
+TABLES = tuple(_core.TABLES)
 
 
 def _remove(path: str) -> None:

@@ -25,9 +25,19 @@ create_exception!(
     "A scenario that cannot be run; the message names the key and the allowed values."
 );
 
-/// Converts core errors to `ScenarioError` in one place (tokenizers' `ToPyResult`).
+/// Converts core errors to `ScenarioError` in one place (tokenizers' `ToPyResult`):
+/// its message as the core words it, and the key at fault (`key`, empty for a whole
+/// document) and what is wrong with it (`reason`) as attributes, so that no caller
+/// parses the message back.
 fn to_py(e: CoreError) -> PyErr {
-    ScenarioError::new_err(e.to_string())
+    let err = ScenarioError::new_err(e.to_string());
+    Python::attach(|py| {
+        let value = err.value(py);
+        // Setting attributes on a fresh exception instance cannot fail.
+        let _ = value.setattr("key", &e.path);
+        let _ = value.setattr("reason", &e.message);
+    });
+    err
 }
 
 fn parse(text: &str, format: &str, seed: Option<u64>) -> PyResult<Scenario> {
@@ -89,15 +99,9 @@ struct Memory {
 
 fn result_dict<'py>(py: Python<'py>, r: &RunResult, wall: f64, mem: Memory) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("flows", table(py, &r.flows)?)?;
-    d.set_item("ports", table(py, &r.ports)?)?;
-    d.set_item("collectives", table(py, &r.collectives)?)?;
-    d.set_item("paths", table(py, &r.paths)?)?;
-    d.set_item("ev_states", table(py, &r.ev_states)?)?;
-    d.set_item("ooo", table(py, &r.ooo)?)?;
-    d.set_item("throughput", table(py, &r.throughput)?)?;
-    d.set_item("faults", table(py, &r.faults)?)?;
-    d.set_item("connections", table(py, &r.connections)?)?;
+    for (name, t) in r.tables() {
+        d.set_item(name, table(py, t)?)?;
+    }
     d.set_item("port_names", PyList::new(py, &r.port_names)?)?;
     d.set_item("summary", serde_json::to_string(&r.summary).map_err(|e| PyRuntimeError::new_err(e.to_string()))?)?;
     d.set_item("wall_seconds", wall)?;
@@ -239,6 +243,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(catalog, m)?)?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
+    m.add("TABLES", fabricsim_run::TABLES.to_vec())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // Whether the core was compiled with profile-guided optimisation (see build.rs).
     m.add("PGO", env!("FABRICSIM_BUILD_PGO") == "1")?;

@@ -34,18 +34,7 @@ fn main() {
     );
     if std::env::args().any(|a| a == "--summary") {
         println!("{s:#}");
-        let tables = [
-            ("flows", &r.flows),
-            ("ports", &r.ports),
-            ("collectives", &r.collectives),
-            ("paths", &r.paths),
-            ("ev_states", &r.ev_states),
-            ("ooo", &r.ooo),
-            ("throughput", &r.throughput),
-            ("faults", &r.faults),
-            ("connections", &r.connections),
-        ];
-        for (name, t) in tables {
+        for (name, t) in r.tables() {
             // SipHash with fixed keys: the same digest for the same table in any run.
             let mut h = std::hash::DefaultHasher::new();
             std::hash::Hash::hash(&format!("{t:?}"), &mut h);

@@ -50,12 +50,14 @@ impl ScenarioError {
     pub fn new(path: &str, message: impl Into<String>) -> ScenarioError {
         ScenarioError { path: path.to_string(), message: message.into() }
     }
+}
 
-    /// An error from a lower layer whose message already starts with the key path.
-    pub fn from_message(text: &str) -> ScenarioError {
-        match text.split_once(": ") {
-            Some((path, message)) if !path.contains(' ') => ScenarioError::new(path, message),
-            _ => ScenarioError::new("", text),
+impl From<fabricsim_fabric::TopologyError> for ScenarioError {
+    fn from(e: fabricsim_fabric::TopologyError) -> ScenarioError {
+        match e {
+            fabricsim_fabric::TopologyError::Invalid { field, message } => {
+                ScenarioError { path: format!("topology.{field}"), message }
+            }
         }
     }
 }
@@ -79,32 +81,74 @@ pub(crate) fn cut(text: &str, max: usize) -> Option<&str> {
     text.char_indices().nth(max).map(|(end, _)| &text[..end])
 }
 
-/// Everything a run produces.
-pub struct RunResult {
+impl From<fabricsim_workload::WorkloadError> for ScenarioError {
+    fn from(e: fabricsim_workload::WorkloadError) -> ScenarioError {
+        match e {
+            fabricsim_workload::WorkloadError::Invalid { field, message } => ScenarioError { path: field, message },
+        }
+    }
+}
+
+/// Defines [`RunResult`], the list of its tables ([`TABLES`]) and how each is made
+/// ([`results`]) from one list, so that a table is added in one place: the Python
+/// package, `runfile --summary` and the output folder all take the list from here.
+macro_rules! result_tables {
+    ($($(#[$doc:meta])* $name:ident => $build:expr),* $(,)?) => {
+        /// Everything a run produces.
+        pub struct RunResult {
+            $($(#[$doc])* pub $name: Table,)*
+            /// Port names indexed by `port_id`.
+            pub port_names: Vec<String>,
+            /// The summary (no wall-clock figures).
+            pub summary: serde_json::Value,
+            /// Why the run ended.
+            pub ending: Ending,
+        }
+
+        /// The result tables, by name, in the order they are written.
+        pub const TABLES: &[&str] = &[$(stringify!($name)),*];
+
+        impl RunResult {
+            /// Every table with its name, in the order of [`TABLES`].
+            pub fn tables(&self) -> Vec<(&'static str, &Table)> {
+                vec![$((stringify!($name), &self.$name)),*]
+            }
+        }
+
+        /// The result tables of a finished simulation (the port time series is moved
+        /// out of it: the largest table, not copied).
+        pub fn results(sim: &mut Sim, ending: Ending) -> RunResult {
+            // The summary first: it reads what the tables take away.
+            let summary = metrics::summary(sim, ending);
+            RunResult {
+                $($name: { let build: fn(&mut Sim) -> Table = $build; build(sim) },)*
+                port_names: (0..sim.fabric.ports.len() as u32).map(|p| sim.fabric.port_name(p)).collect(),
+                summary,
+                ending,
+            }
+        }
+    };
+}
+
+result_tables! {
     /// One row per message (see the README for columns).
-    pub flows: Table,
+    flows => |sim| metrics::flow_table(sim),
     /// Sampled port time series.
-    pub ports: Table,
-    /// Port names indexed by `port_id`.
-    pub port_names: Vec<String>,
+    ports => |sim| sim.sampler.take_table(),
     /// One row per collective.
-    pub collectives: Table,
-    /// Per-path (entropy value) counters of multipath senders.
-    pub paths: Table,
-    /// Entropy-value state changes over time.
-    pub ev_states: Table,
-    /// Out-of-order degree histogram at receivers.
-    pub ooo: Table,
-    /// Delivered bytes per connection per sampling interval.
-    pub throughput: Table,
-    /// Faults that happened.
-    pub faults: Table,
+    collectives => |sim| metrics::collective_table(sim),
     /// One row per connection.
-    pub connections: Table,
-    /// The summary (no wall-clock figures).
-    pub summary: serde_json::Value,
-    /// Why the run ended.
-    pub ending: Ending,
+    connections => |sim| metrics::connection_table(sim),
+    /// Per-path (entropy value) counters of multipath senders.
+    paths => |sim| metrics::path_table(sim),
+    /// Entropy-value state changes over time.
+    ev_states => |sim| metrics::ev_state_table(sim),
+    /// Out-of-order degree histogram at receivers.
+    ooo => |sim| metrics::ooo_table(sim).0,
+    /// Delivered bytes per connection per sampling interval.
+    throughput => |sim| metrics::throughput_table(sim),
+    /// Faults that happened.
+    faults => |sim| metrics::fault_table(sim),
 }
 
 /// Checks everything about `scenario` that running it would check (topology, hosts
@@ -121,24 +165,4 @@ pub fn run(scenario: Scenario, progress: &mut dyn FnMut(&Progress) -> bool) -> R
     let mut sim = Sim::new(scenario)?;
     let ending = sim.run(progress);
     Ok(results(&mut sim, ending))
-}
-
-/// The result tables of a finished simulation (the port time series is moved out of
-/// it: the largest table, not copied).
-pub fn results(sim: &mut Sim, ending: Ending) -> RunResult {
-    let summary = metrics::summary(sim, ending);
-    RunResult {
-        flows: metrics::flow_table(sim),
-        ports: sim.sampler.take_table(),
-        port_names: (0..sim.fabric.ports.len() as u32).map(|p| sim.fabric.port_name(p)).collect(),
-        collectives: metrics::collective_table(sim),
-        paths: metrics::path_table(sim),
-        ev_states: metrics::ev_state_table(sim),
-        ooo: metrics::ooo_table(sim).0,
-        throughput: metrics::throughput_table(sim),
-        faults: metrics::fault_table(sim),
-        connections: metrics::connection_table(sim),
-        summary,
-        ending,
-    }
 }

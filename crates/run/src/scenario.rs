@@ -205,13 +205,15 @@ impl Scenario {
         if name.trim().is_empty() {
             return Err(top.error("name", "must not be empty"));
         }
-        let seed = top.int("seed", 1, 0, i64::MAX)? as u64;
+        let seed = top.int("seed", 0, i64::MAX)? as u64;
         let stop = top.duration("stop")?;
         if stop == Some(Dur::ZERO) {
             return Err(top.error("stop", "must be later than 0"));
         }
         let stall_after = match top.raw("stall_after") {
-            None => Some(Dur::from_ms(1000)),
+            None => Some(
+                crate::units::parse_duration(top.default_text("stall_after")).expect("the catalog's default parses"),
+            ),
             Some(Value::String(s)) if s == "none" => None,
             Some(Value::String(s)) => {
                 Some(crate::units::parse_duration(s).ok().filter(|d| *d > Dur::ZERO).ok_or_else(|| {
@@ -226,7 +228,7 @@ impl Scenario {
             }
             Some(_) => return Err(top.error("stall_after", "expected a duration such as \"1s\" or \"none\"")),
         };
-        let partitions = top.int("partitions", 1, 1, crate::parallel::MAX_PARTITIONS as i64)? as u8;
+        let partitions = top.int("partitions", 1, crate::parallel::MAX_PARTITIONS as i64)? as u8;
         let Some(topo) = top.raw("topology") else {
             return Err(top.error(
                 "topology",
@@ -319,18 +321,28 @@ impl Scenario {
     }
 }
 
-fn u32_key(r: &mut Reader<'_>, key: &'static str, default: i64) -> Result<u32, ScenarioError> {
-    Ok(r.int(key, default, 1, u32::MAX as i64)? as u32)
+/// A positive count whose default is the catalog's.
+fn u32_key(r: &mut Reader<'_>, key: &'static str) -> Result<u32, ScenarioError> {
+    Ok(r.int(key, 1, u32::MAX as i64)? as u32)
+}
+
+/// A positive count whose default depends on another key (the catalog states it in
+/// words).
+fn u32_key_or(r: &mut Reader<'_>, key: &'static str, default: i64) -> Result<u32, ScenarioError> {
+    Ok(r.int_or(key, default, 1, u32::MAX as i64)? as u32)
 }
 
 fn parse_topology(v: &Value) -> Result<(TopologySpec, LinkParams, u32, u64), ScenarioError> {
     let mut r = Reader::new("topology", v)?;
-    let kind = r.choice("kind", "", schema::TOPOLOGY_KINDS)?;
-    let host_link = r.rate("host_link")?.unwrap_or(Rate::gbps(100));
+    r.documented(&params_for("topology", ""));
+    let kind = r.choose("kind")?;
+    r.documented(&params_for("topology", &kind));
+    let host_link = r.rate_d("host_link")?;
+    // The catalog's default: the host links' rate.
     let fabric_link = r.rate("fabric_link")?.unwrap_or(host_link);
-    let delay = r.duration("link_delay")?.unwrap_or(Dur::from_us(1));
-    let mtu = r.int("mtu", 4096, 256, 9000)? as u32;
-    let buffer = r.size("switch_buffer")?.unwrap_or(32_000_000);
+    let delay = r.duration_d("link_delay")?;
+    let mtu = r.int("mtu", 256, 9000)? as u32;
+    let buffer = r.size_d("switch_buffer")?;
     if buffer < 16_384 {
         return Err(r.error(
             "switch_buffer",
@@ -339,27 +351,27 @@ fn parse_topology(v: &Value) -> Result<(TopologySpec, LinkParams, u32, u64), Sce
     }
     let spec = match kind.as_str() {
         "leaf_spine" => TopologySpec::LeafSpine {
-            leaves: u32_key(&mut r, "leaves", 4)?,
-            spines: u32_key(&mut r, "spines", 4)?,
-            hosts_per_leaf: u32_key(&mut r, "hosts_per_leaf", 8)?,
+            leaves: u32_key(&mut r, "leaves")?,
+            spines: u32_key(&mut r, "spines")?,
+            hosts_per_leaf: u32_key(&mut r, "hosts_per_leaf")?,
         },
         "fat_tree" => {
-            let k = u32_key(&mut r, "k", 4)?;
+            let k = u32_key(&mut r, "k")?;
             if k % 2 != 0 {
                 return Err(r.error("k", format!("must be even, got {k}")));
             }
             TopologySpec::FatTree {
                 k,
-                pods: u32_key(&mut r, "pods", k as i64)?,
-                hosts_per_edge: u32_key(&mut r, "hosts_per_edge", (k / 2) as i64)?,
-                oversubscription: u32_key(&mut r, "oversubscription", 1)?,
+                pods: u32_key_or(&mut r, "pods", k as i64)?,
+                hosts_per_edge: u32_key_or(&mut r, "hosts_per_edge", (k / 2) as i64)?,
+                oversubscription: u32_key(&mut r, "oversubscription")?,
             }
         }
         "multi_plane" => TopologySpec::MultiPlane {
-            planes: r.int("planes", 4, 1, 8)? as u32,
-            groups: u32_key(&mut r, "groups", 4)?,
-            hosts_per_group: u32_key(&mut r, "hosts_per_group", 8)?,
-            t1_per_plane: u32_key(&mut r, "t1_per_plane", 4)?,
+            planes: r.int("planes", 1, 8)? as u32,
+            groups: u32_key(&mut r, "groups")?,
+            hosts_per_group: u32_key(&mut r, "hosts_per_group")?,
+            t1_per_plane: u32_key(&mut r, "t1_per_plane")?,
         },
         _ => unreachable!("choice() only returns allowed kinds"),
     };
@@ -371,6 +383,7 @@ fn parse_topology(v: &Value) -> Result<(TopologySpec, LinkParams, u32, u64), Sce
 /// recomputed (`None`: never).
 fn parse_fabric(v: &Value, buffer: u64, mtu: u32) -> Result<(FabricConfig, Option<Dur>), ScenarioError> {
     let mut r = Reader::new("fabric", v)?;
+    r.documented(&params_for("fabric", ""));
     let mut cfg = FabricConfig { buffer, ..FabricConfig::default() };
     cfg.pfc = match r.raw("pfc") {
         None | Some(Value::Boolean(true)) => Some(PfcConfig::default()),
@@ -379,7 +392,7 @@ fn parse_fabric(v: &Value, buffer: u64, mtu: u32) -> Result<(FabricConfig, Optio
             let mut s = Reader::new("fabric.pfc", t)?;
             let d = PfcConfig::default();
             let pfc = PfcConfig {
-                alpha: s.float("alpha", d.alpha, 1e-6, 64.0)?,
+                alpha: s.float_or("alpha", d.alpha, 1e-6, 64.0)?,
                 min_xoff: s.size("min_xoff")?.unwrap_or(d.min_xoff),
                 xon_delta: s.size("xon_delta")?.unwrap_or(d.xon_delta),
             };
@@ -395,8 +408,8 @@ fn parse_fabric(v: &Value, buffer: u64, mtu: u32) -> Result<(FabricConfig, Optio
             let mut s = Reader::new("fabric.ecn", t)?;
             let kmin = s.size("kmin")?;
             let kmax = s.size("kmax")?;
-            let pmax = s.float("pmax", 0.2, 0.0, 1.0)?;
-            let last_hop = s.bool("last_hop", true)?;
+            let pmax = s.float_or("pmax", 0.2, 0.0, 1.0)?;
+            let last_hop = s.bool_or("last_hop", true)?;
             s.finish(&[&key_doc("kmin"), &key_doc("kmax"), &key_doc("pmax"), &key_doc("last_hop")])?;
             let mut e = match (kmin, kmax) {
                 (None, None) => EcnConfig::hpcc(),
@@ -434,24 +447,29 @@ fn parse_fabric(v: &Value, buffer: u64, mtu: u32) -> Result<(FabricConfig, Optio
         }
         Some(_) => return Err(r.error("trimming", "expected true, false or a table { threshold }")),
     };
-    cfg.routing = match r.choice("routing", "ecmp", &["ecmp", "srv6"])?.as_str() {
+    cfg.routing = match r.choose("routing")?.as_str() {
         "srv6" => Routing::Srv6,
         _ => Routing::Ecmp,
     };
-    cfg.drop_alpha = r.float("drop_alpha", 1.0, 1e-6, 64.0)?;
-    cfg.link_loss = r.float("link_loss", 0.0, 0.0, 1.0)?;
-    let reroute_after = duration_or_none(&mut r, "reroute_after", "10ms")?.unwrap_or(Some(Dur::from_ms(10)));
+    cfg.drop_alpha = r.float("drop_alpha", 1e-6, 64.0)?;
+    cfg.link_loss = r.float("link_loss", 0.0, 1.0)?;
+    let reroute_after = duration_or_none(&mut r, "reroute_after")?;
     r.finish(&params_for("fabric", ""))?;
     Ok((cfg, reroute_after))
 }
 
 /// A duration key that may also be `"none"`: `None` when absent, `Some(None)` for
 /// "none". `example` shows a valid duration in the error.
-fn duration_or_none<'a>(r: &mut Reader<'a>, key: &'a str, example: &str) -> Result<Option<Option<Dur>>, ScenarioError> {
+/// A duration or the word "none" (`None`), or the catalog's default, which is one or
+/// the other.
+fn duration_or_none<'a>(r: &mut Reader<'a>, key: &'a str) -> Result<Option<Dur>, ScenarioError> {
+    let default = r.default_text(key);
+    let example = if default == "none" { "20us" } else { default };
     match r.raw(key) {
-        None => Ok(None),
-        Some(Value::String(s)) if s == "none" => Ok(Some(None)),
-        Some(Value::String(s)) => Ok(Some(Some(crate::units::parse_duration(s).map_err(|m| r.error(key, m))?))),
+        None if default == "none" => Ok(None),
+        None => Ok(Some(crate::units::parse_duration(default).expect("the catalog's default parses"))),
+        Some(Value::String(s)) if s == "none" => Ok(None),
+        Some(Value::String(s)) => Ok(Some(crate::units::parse_duration(s).map_err(|m| r.error(key, m))?)),
         Some(_) => Err(r.error(key, format!("expected a duration such as \"{example}\" or \"none\""))),
     }
 }
@@ -467,79 +485,80 @@ fn parse_transport(v: &Value, line: Rate) -> Result<TransportSpec, ScenarioError
 
 fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec, ScenarioError> {
     let mut r = Reader::new(path, v)?;
-    let kind = r.choice("kind", "roce", schema::TRANSPORT_KINDS)?;
+    r.documented(&params_for("transport", ""));
+    let kind = r.choose("kind")?;
     r.documented(&params_for("transport", &kind));
     let kind = TransportKind::from_name(&kind).expect("choice() only returns allowed kinds");
     let spec = match kind {
         TransportKind::Roce => TransportSpec::Roce(parse_roce(&mut r, line)?),
         TransportKind::QpScaling => {
-            let qps = r.int("qps", 4, 1, 256)? as u32;
+            let qps = r.int("qps", 1, 256)? as u32;
             TransportSpec::QpScaling { qps, roce: parse_roce(&mut r, line)? }
         }
         TransportKind::Mprdma => {
-            let delta = r.int("delta", 64, 1, 1 << 20)? as u32;
+            let delta = r.int("delta", 1, 1 << 20)? as u32;
             TransportSpec::Mprdma(MprdmaSpec {
-                paths: paths(&mut r, 256)?,
+                paths: paths(&mut r)?,
                 init_cwnd: r.opt_int("init_cwnd", 1, 1 << 20)?.map(|v| v as u32),
                 delta,
                 window: window(&mut r, delta)?,
-                explore: r.float("explore", 0.01, 0.0, 1.0)?,
-                min_rto: rto_duration(&mut r, "min_rto", Dur::from_us(100))?,
+                explore: r.float("explore", 0.0, 1.0)?,
+                min_rto: rto_duration(&mut r, "min_rto")?,
                 ecn_cut: {
-                    let name = r.choice("ecn_cut", "half_packet", EcnCut::NAMES)?;
+                    let name = r.choose("ecn_cut")?;
                     EcnCut::from_name(&name).expect("choice() only returns allowed names")
                 },
             })
         }
         TransportKind::Stellar => {
-            let algo = r.choice("path_algo", "obs", PathAlgo::NAMES)?;
+            let algo = r.choose("path_algo")?;
             TransportSpec::Stellar(StellarSpec {
-                paths: paths(&mut r, 128)?,
+                paths: paths(&mut r)?,
                 algo: PathAlgo::from_name(&algo).expect("choice() only returns allowed names"),
-                rto: rto_duration(&mut r, "rto", Dur::from_us(250))?,
+                rto: rto_duration(&mut r, "rto")?,
                 window: window(&mut r, 1)?,
-                g: r.float("g", 1.0 / 16.0, 1e-6, 1.0)?,
-                beta: r.float("beta", 0.5, 0.0, 1.0)?,
+                g: r.float("g", 1e-6, 1.0)?,
+                beta: r.float("beta", 0.0, 1.0)?,
                 target: auto_duration(&mut r, "target")?,
-                cwnd_max: r.float("cwnd_max", 1.5, 0.1, 100.0)?,
+                cwnd_max: r.float("cwnd_max", 0.1, 100.0)?,
             })
         }
         TransportKind::Udmp => {
             let delta = r.opt_int("delta", 1, 1 << 20)?.map(|v| v as u32);
             TransportSpec::Udmp(UdmpSpec {
-                paths: paths(&mut r, 256)?,
-                alpha: r.float("alpha", 0.125, 1e-6, 1.0)?,
-                min_increase: r.float("min_increase", 0.1, 0.0, 1.0)?,
+                paths: paths(&mut r)?,
+                alpha: r.float("alpha", 1e-6, 1.0)?,
+                min_increase: r.float("min_increase", 0.0, 1.0)?,
                 t_high: auto_duration(&mut r, "t_high")?,
-                explore: r.float("explore", 0.01, 0.0, 1.0)?,
-                ooo_aware: r.bool("ooo_aware", true)?,
+                explore: r.float("explore", 0.0, 1.0)?,
+                ooo_aware: r.bool("ooo_aware")?,
                 delta,
                 window: window(&mut r, delta.unwrap_or(1))?,
-                min_rto: rto_duration(&mut r, "min_rto", Dur::from_us(100))?,
+                min_rto: rto_duration(&mut r, "min_rto")?,
                 fixed_rate: r.rate("fixed_rate")?,
-                flow_control: r.bool("flow_control", false)?,
+                flow_control: r.bool("flow_control")?,
             })
         }
         TransportKind::Mrc => {
             let spec = MrcSpec {
                 evs: r.opt_int("evs", 1, 8192)?.map(|n| n as u32),
                 backup: r.opt_int("backup", 0, 4096)?.map(|v| v as u32),
-                ecn_penalty: r.int("ecn_penalty", 1, 0, 15)? as u8,
-                trim_penalty: r.int("trim_penalty", 0, 0, 15)? as u8,
-                ecn_swap: r.int("ecn_swap", 8, 0, 15)? as u8,
-                probe_interval: positive_duration(&mut r, "probe_interval", Dur::from_us(100))?,
-                probe_successes: r.int("probe_successes", 5, 1, 255)? as u8,
+                ecn_penalty: r.int("ecn_penalty", 0, 15)? as u8,
+                trim_penalty: r.int("trim_penalty", 0, 15)? as u8,
+                ecn_swap: r.int("ecn_swap", 0, 15)? as u8,
+                probe_interval: positive_duration(&mut r, "probe_interval")?,
+                probe_successes: r.int("probe_successes", 1, 255)? as u8,
                 probe_timeout: auto_duration(&mut r, "probe_timeout")?,
-                probe_backoff_max: positive_duration(&mut r, "probe_backoff_max", Dur::from_ms(10))?,
+                probe_backoff_max: positive_duration(&mut r, "probe_backoff_max")?,
                 reo: auto_duration(&mut r, "reo")?,
-                min_rto: rto_duration(&mut r, "min_rto", Dur::from_us(50))?,
-                max_rto: positive_duration(&mut r, "max_rto", Dur::from_ms(1))?,
-                write_imm: r.bool("write_imm", true)?,
-                tail_probe: r.bool("tail_probe", true)?,
-                timeout_copy: r.bool("timeout_copy", true)?,
-                md: r.float("md", 0.5, 0.0, 1.0)?,
-                cwnd_max: r.float("cwnd_max", 1.5, 0.1, 100.0)?,
-                delay_target: duration_or_none(&mut r, "delay_target", "20us")?.flatten(),
+                min_rto: rto_duration(&mut r, "min_rto")?,
+                max_rto: positive_duration(&mut r, "max_rto")?,
+                write_imm: r.bool("write_imm")?,
+                tail_probe: r.bool("tail_probe")?,
+                timeout_copy: r.bool("timeout_copy")?,
+                md: r.float("md", 0.0, 1.0)?,
+                cwnd_max: r.float("cwnd_max", 0.1, 100.0)?,
+                delay_target: duration_or_none(&mut r, "delay_target")?,
                 reverse_probe: auto_duration(&mut r, "reverse_probe")?,
             };
             if spec.delay_target == Some(Dur::ZERO) {
@@ -572,9 +591,13 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
                 schema::TRANSPORT_KINDS.iter().find(|o| params_for("transport", o).iter().any(|p| p.key == k.as_str()))
             });
             if let (false, Some(k), Some(o)) = (t.contains_key("kind"), stray, other) {
-                return Err(ScenarioError::from_message(&format!(
-                    "{e}; this table has no kind, so it is kind = \"roce\" (`{k}` is a key of kind = \"{o}\")"
-                )));
+                return Err(ScenarioError {
+                    message: format!(
+                        "{}; this table has no kind, so it is kind = \"roce\" (`{k}` is a key of kind = \"{o}\")",
+                        e.message
+                    ),
+                    ..e
+                });
             }
         }
         return Err(e);
@@ -582,8 +605,8 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
     Ok(spec)
 }
 
-fn paths(r: &mut Reader<'_>, default: i64) -> Result<u32, ScenarioError> {
-    Ok(r.int("paths", default, 1, 65_536)? as u32)
+fn paths(r: &mut Reader<'_>) -> Result<u32, ScenarioError> {
+    Ok(r.int("paths", 1, 65_536)? as u32)
 }
 
 /// A receiver bitmap size: `None` = derived from the path (auto).
@@ -599,23 +622,32 @@ fn window(r: &mut Reader<'_>, at_least: u32) -> Result<Option<u32>, ScenarioErro
 
 /// The RoCE keys shared by `roce` and `qp_scaling`.
 fn parse_roce(r: &mut Reader<'_>, line: Rate) -> Result<RoceConfig, ScenarioError> {
-    let cc = r.choice("cc", "dcqcn", &["dcqcn", "none"])?;
+    let cc = r.choose("cc")?;
     if cc == "none" && r.raw("dcqcn").is_some() {
         // It would be ignored: nothing runs DCQCN.
         return Err(r.error("dcqcn", "applies to cc = \"dcqcn\"; this transport has cc = \"none\""));
     }
     let dcqcn = parse_dcqcn(r.path("dcqcn"), r.raw("dcqcn"), line)?;
-    let d = RoceConfig::default();
     Ok(RoceConfig {
-        ack_interval: r.int("ack_interval", d.ack_interval as i64, 1, 1 << 20)? as u32,
-        rto: rto_duration(r, "rto", d.rto)?,
-        retry_limit: r.int("retry_limit", d.retry_limit as i64, 0, 1 << 20)? as u32,
-        nak_interval: duration_or_none(r, "nak_interval", "500us")?.unwrap_or(d.nak_interval),
+        ack_interval: r.int("ack_interval", 1, 1 << 20)? as u32,
+        rto: rto_duration(r, "rto")?,
+        retry_limit: r.int("retry_limit", 0, 1 << 20)? as u32,
+        nak_interval: duration_or_none(r, "nak_interval")?,
         dcqcn: (cc == "dcqcn").then_some(dcqcn),
     })
 }
 
-fn positive_duration(r: &mut Reader<'_>, key: &'static str, default: Dur) -> Result<Dur, ScenarioError> {
+/// A duration longer than 0, or the catalog's default.
+fn positive_duration(r: &mut Reader<'_>, key: &'static str) -> Result<Dur, ScenarioError> {
+    let d = r.duration_d(key)?;
+    if d == Dur::ZERO {
+        return Err(r.error(key, "must be longer than 0"));
+    }
+    Ok(d)
+}
+
+/// A duration longer than 0, or `default` (which a preset sets).
+fn positive_duration_or(r: &mut Reader<'_>, key: &'static str, default: Dur) -> Result<Dur, ScenarioError> {
     match r.duration(key)? {
         Some(Dur::ZERO) => Err(r.error(key, "must be longer than 0")),
         Some(d) => Ok(d),
@@ -635,8 +667,8 @@ fn auto_duration(r: &mut Reader<'_>, key: &'static str) -> Result<Option<Dur>, S
 
 /// A retransmission timeout: at least 1 us, since one shorter than any round trip in a
 /// data centre only resends (a 1 ps timeout made a tiny incast take a minute).
-fn rto_duration(r: &mut Reader<'_>, key: &'static str, default: Dur) -> Result<Dur, ScenarioError> {
-    let d = positive_duration(r, key, default)?;
+fn rto_duration(r: &mut Reader<'_>, key: &'static str) -> Result<Dur, ScenarioError> {
+    let d = positive_duration(r, key)?;
     if d < Dur::from_us(1) {
         return Err(r.error(key, format!("must be at least 1us, got {d}")));
     }
@@ -647,23 +679,24 @@ fn rto_duration(r: &mut Reader<'_>, key: &'static str, default: Dur) -> Result<D
 fn parse_dcqcn(path: String, v: Option<&Value>, line: Rate) -> Result<DcqcnConfig, ScenarioError> {
     let Some(v) = v else { return Ok(DcqcnConfig::hpcc(line)) };
     let mut r = Reader::new(path, v)?;
-    let d = match r.choice("preset", "hpcc", schema::DCQCN_PRESETS)?.as_str() {
+    r.documented(&schema::DCQCN.iter().collect::<Vec<_>>());
+    let d = match r.choose("preset")?.as_str() {
         "hpcc_paper" => DcqcnConfig::hpcc_paper(line),
         "firmware" => DcqcnConfig::firmware(),
         "paper" => DcqcnConfig::paper(),
         _ => DcqcnConfig::hpcc(line),
     };
     let cfg = DcqcnConfig {
-        g: r.float("g", d.g, 1e-9, 1.0)?,
-        alpha_interval: positive_duration(&mut r, "alpha_interval", d.alpha_interval)?,
+        g: r.float_or("g", d.g, 1e-9, 1.0)?,
+        alpha_interval: positive_duration_or(&mut r, "alpha_interval", d.alpha_interval)?,
         decrease_interval: r.duration("decrease_interval")?.unwrap_or(d.decrease_interval),
-        increase_interval: positive_duration(&mut r, "increase_interval", d.increase_interval)?,
+        increase_interval: positive_duration_or(&mut r, "increase_interval", d.increase_interval)?,
         byte_counter: r.size("byte_counter")?.unwrap_or(d.byte_counter),
-        fast_recovery: r.int("fast_recovery", d.fast_recovery as i64, 0, 1000)? as u32,
+        fast_recovery: r.int_or("fast_recovery", d.fast_recovery as i64, 0, 1000)? as u32,
         rate_ai: r.rate("rate_ai")?.unwrap_or(d.rate_ai),
         rate_hai: r.rate("rate_hai")?.unwrap_or(d.rate_hai),
         min_rate: r.rate("min_rate")?.unwrap_or(d.min_rate),
-        clamp_target: r.bool("clamp_target", d.clamp_target)?,
+        clamp_target: r.bool_or("clamp_target", d.clamp_target)?,
         cnp_interval: r.duration("cnp_interval")?.unwrap_or(d.cnp_interval),
     };
     r.finish(&schema::DCQCN.iter().collect::<Vec<_>>())?;
@@ -725,8 +758,10 @@ impl<I: Iterator<Item = Result<(A, B), ScenarioError>>, A, B> UnzipOk<A, B> for 
 
 fn parse_workload(i: usize, v: &Value, line: Rate) -> Result<(WorkloadSpec, Option<TransportSpec>), ScenarioError> {
     let mut r = Reader::new(format!("workload[{i}]"), v)?;
-    let kind = r.choice("kind", "", schema::WORKLOAD_KINDS)?;
-    let start = r.duration("start")?.unwrap_or(Dur::ZERO);
+    r.documented(&params_for("workload", ""));
+    let kind = r.choose("kind")?;
+    r.documented(&params_for("workload", &kind));
+    let start = r.duration_d("start")?;
     let transport = match r.raw("transport") {
         None => None,
         Some(t) => Some(parse_transport_at(&format!("workload[{i}].transport"), t, line)?),
@@ -763,7 +798,7 @@ fn parse_workload(i: usize, v: &Value, line: Rate) -> Result<(WorkloadSpec, Opti
                 return Err(r.error("senders", "is required (a count or a list of hosts)"));
             }
             let senders = parse_hosts(&mut r, "senders", HostSet::All)?;
-            let receiver = r.int("receiver", 0, 0, u32::MAX as i64)? as u32;
+            let receiver = r.int("receiver", 0, u32::MAX as i64)? as u32;
             WorkloadKind::Incast { senders, receiver, size }
         }
         "all_to_all" => WorkloadKind::AllToAll {
@@ -793,7 +828,7 @@ fn parse_fault(i: usize, v: &Value, stop: Option<Dur>) -> Result<FaultSpec, Scen
             r.error("at", format!("{at} is after the scenario's stop time ({stop}): the fault would never happen"))
         );
     }
-    let kind = r.choice("kind", "", schema::FAULT_KINDS)?;
+    let kind = r.choose("kind")?;
     // Names are trimmed, as `--pcap` trims them.
     let link = match r.raw("link") {
         None => None,
@@ -824,7 +859,8 @@ fn parse_fault(i: usize, v: &Value, stop: Option<Dur>) -> Result<FaultSpec, Scen
         if r.raw_peek("loss").is_none() {
             return Err(r.error("loss", "is required (a probability between 0 and 1)"));
         }
-        r.float("loss", 0.0, 0.0, 1.0)
+        // Required (checked above): the catalog has no default.
+        r.float_or("loss", 0.0, 0.0, 1.0)
     };
     let (kind_spec, target) = match kind.as_str() {
         "link_down" => (FaultKind::LinkDown, need_link(&r)?),
@@ -834,7 +870,7 @@ fn parse_fault(i: usize, v: &Value, stop: Option<Dur>) -> Result<FaultSpec, Scen
                 .duration("period")?
                 .filter(|d| *d > Dur::ZERO)
                 .ok_or_else(|| r.error("period", "is required for link_flap (a duration longer than 0)"))?;
-            let duty = r.float("duty", 0.5, 0.0, 1.0)?;
+            let duty = r.float("duty", 0.0, 1.0)?;
             // Both phases must last, or the cable never really changes state.
             let down = period.as_secs_f64() * duty;
             if down < 1e-9 || period.as_secs_f64() - down < 1e-9 {
@@ -913,6 +949,7 @@ fn parse_fault(i: usize, v: &Value, stop: Option<Dur>) -> Result<FaultSpec, Scen
 
 fn parse_output(v: &Value) -> Result<OutputSpec, ScenarioError> {
     let mut r = Reader::new("output", v)?;
+    r.documented(&schema::OUTPUT.iter().collect::<Vec<_>>());
     let sample_interval = r.duration("sample_interval")?.unwrap_or(Dur::from_us(10));
     if sample_interval > Dur::ZERO && sample_interval < Dur::from_ns(1) {
         // Sample times are written in whole nanoseconds.
@@ -922,7 +959,7 @@ fn parse_output(v: &Value) -> Result<OutputSpec, ScenarioError> {
         "sender" => FctAt::Sender,
         _ => FctAt::Receiver,
     };
-    let out = OutputSpec { sample_interval, plots: r.bool("plots", true)?, fct_at };
+    let out = OutputSpec { sample_interval, plots: r.bool("plots")?, fct_at };
     r.finish(&schema::OUTPUT.iter().collect::<Vec<_>>())?;
     Ok(out)
 }

@@ -351,6 +351,9 @@ pub struct Reader<'a> {
     /// Keys whose documented default is a word ("auto", "none") rather than a value:
     /// writing that word is the same as leaving the key out.
     words: Vec<(&'static str, &'static str)>,
+    /// The keys documented for this table: their defaults are the parser's (one
+    /// source: the catalog).
+    params: Vec<&'static Param>,
 }
 
 fn type_name(v: &Value) -> &'static str {
@@ -370,7 +373,7 @@ impl<'a> Reader<'a> {
     pub fn new(path: impl Into<String>, value: &'a Value) -> Result<Reader<'a>, ScenarioError> {
         let path = path.into();
         match value {
-            Value::Table(table) => Ok(Reader { path, table, taken: Vec::new(), words: Vec::new() }),
+            Value::Table(table) => Ok(Reader { path, table, taken: Vec::new(), words: Vec::new(), params: Vec::new() }),
             other => Err(ScenarioError::new(&path, format!("expected a table, got {}", type_name(other)))),
         }
     }
@@ -407,6 +410,69 @@ impl<'a> Reader<'a> {
     pub fn documented(&mut self, params: &[&'static Param]) {
         self.words =
             params.iter().filter(|p| matches!(p.default, "auto" | "none")).map(|p| (p.key, p.default)).collect();
+        self.params = params.to_vec();
+    }
+
+    /// The catalog's default of `key`, as written in a scenario. Panics if `key` is not
+    /// documented for this table (a parser bug: the catalog is the one list of keys; a
+    /// test parses every section, so none reaches a user).
+    pub fn default_text(&self, key: &str) -> &'static str {
+        match self.params.iter().find(|p| p.key == key) {
+            Some(p) => p.default,
+            None => {
+                panic!("{}: not in the schema catalog (documented() not called, or the key missing)", self.path(key))
+            }
+        }
+    }
+
+    /// The catalog's default of `key` parsed by `parse`. Panics on a default that does
+    /// not parse (a catalog bug, caught by the catalog's tests).
+    fn parsed_default<T>(&self, key: &str, parse: impl FnOnce(&str) -> Option<T>) -> T {
+        let text = self.default_text(key);
+        parse(text).unwrap_or_else(|| panic!("{}: the catalog's default {text:?} does not parse", self.path(key)))
+    }
+
+    /// An integer in `min..=max`, or the catalog's default.
+    pub fn int(&mut self, key: &'a str, min: i64, max: i64) -> Result<i64, ScenarioError> {
+        let default = self.parsed_default(key, |t| t.parse().ok());
+        self.int_or(key, default, min, max)
+    }
+
+    /// A number in `min..=max`, or the catalog's default.
+    pub fn float(&mut self, key: &'a str, min: f64, max: f64) -> Result<f64, ScenarioError> {
+        let default = self.parsed_default(key, parse_float_default);
+        self.float_or(key, default, min, max)
+    }
+
+    /// A boolean, or the catalog's default.
+    pub fn bool(&mut self, key: &'a str) -> Result<bool, ScenarioError> {
+        let default = self.parsed_default(key, |t| t.parse().ok());
+        self.bool_or(key, default)
+    }
+
+    /// One of the catalog's choices of `key`, or its default (required if it has none).
+    pub fn choose(&mut self, key: &'a str) -> Result<String, ScenarioError> {
+        let p = self.params.iter().find(|p| p.key == key).copied();
+        let p = p.unwrap_or_else(|| panic!("{}: not in the schema catalog", self.path(key)));
+        self.choice(key, p.default, p.choices)
+    }
+
+    /// A duration, or the catalog's default.
+    pub fn duration_d(&mut self, key: &'a str) -> Result<Dur, ScenarioError> {
+        let default = self.parsed_default(key, |t| parse_duration(t).ok());
+        Ok(self.duration(key)?.unwrap_or(default))
+    }
+
+    /// A rate, or the catalog's default.
+    pub fn rate_d(&mut self, key: &'a str) -> Result<Rate, ScenarioError> {
+        let default = self.parsed_default(key, |t| parse_rate(t).ok());
+        Ok(self.rate(key)?.unwrap_or(default))
+    }
+
+    /// A size, or the catalog's default.
+    pub fn size_d(&mut self, key: &'a str) -> Result<u64, ScenarioError> {
+        let default = self.parsed_default(key, |t| parse_size(t).ok());
+        Ok(self.size(key)?.unwrap_or(default))
     }
 
     /// The default word of `key`, if it has one.
@@ -424,8 +490,9 @@ impl<'a> Reader<'a> {
         Err(self.error(key, format!("expected {what}{or_word}, got {}", type_name(v))))
     }
 
-    /// An integer in `min..=max`, or `default` if absent.
-    pub fn int(&mut self, key: &'a str, default: i64, min: i64, max: i64) -> Result<i64, ScenarioError> {
+    /// An integer in `min..=max`, or `default` if absent (a default the catalog cannot
+    /// state as one value: it depends on a preset or another key).
+    pub fn int_or(&mut self, key: &'a str, default: i64, min: i64, max: i64) -> Result<i64, ScenarioError> {
         let Some(v) = self.raw(key) else { return Ok(default) };
         let Value::Integer(i) = v else { return self.expect(key, v, "an integer") };
         if *i < min || *i > max {
@@ -440,14 +507,14 @@ impl<'a> Reader<'a> {
             self.taken.push(key);
             Ok(None)
         } else if self.table.contains_key(key) {
-            self.int(key, 0, min, max).map(Some)
+            self.int_or(key, 0, min, max).map(Some)
         } else {
             Ok(None)
         }
     }
 
     /// A number in `min..=max` (integers accepted), or `default`.
-    pub fn float(&mut self, key: &'a str, default: f64, min: f64, max: f64) -> Result<f64, ScenarioError> {
+    pub fn float_or(&mut self, key: &'a str, default: f64, min: f64, max: f64) -> Result<f64, ScenarioError> {
         let Some(v) = self.raw(key) else { return Ok(default) };
         let x = match v {
             Value::Float(f) => *f,
@@ -461,7 +528,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A boolean, or `default`.
-    pub fn bool(&mut self, key: &'a str, default: bool) -> Result<bool, ScenarioError> {
+    pub fn bool_or(&mut self, key: &'a str, default: bool) -> Result<bool, ScenarioError> {
         match self.raw(key) {
             None => Ok(default),
             Some(Value::Boolean(b)) => Ok(*b),
@@ -545,6 +612,14 @@ impl<'a> Reader<'a> {
             }
         }
         Ok(())
+    }
+}
+
+/// A float default as the catalog writes it: a number or a fraction (`1/256`).
+fn parse_float_default(text: &str) -> Option<f64> {
+    match text.split_once('/') {
+        Some((a, b)) => Some(a.trim().parse::<f64>().ok()? / b.trim().parse::<f64>().ok()?),
+        None => text.parse().ok(),
     }
 }
 

@@ -53,12 +53,10 @@ impl Sim {
     pub(crate) fn build(scenario: Scenario) -> Result<Sim, ScenarioError> {
         let stall_after = scenario.stall_after;
         let max_frame = scenario.mtu as u64 + 200;
-        let fabric = Fabric::new(&scenario.topology, &scenario.links, scenario.fabric.clone(), max_frame)
-            .map_err(|e| ScenarioError::from_message(&e.to_string()))?;
+        let fabric = Fabric::new(&scenario.topology, &scenario.links, scenario.fabric.clone(), max_frame)?;
         let nics_per_host = fabric.nics();
         check_memory(&scenario, fabric.hosts(), nics_per_host)?;
-        let plan = fabricsim_workload::build(&scenario.workloads, fabric.hosts(), scenario.seed)
-            .map_err(|e| ScenarioError::from_message(&e.to_string()))?;
+        let plan = fabricsim_workload::build(&scenario.workloads, fabric.hosts(), scenario.seed)?;
         check_planes(&scenario, nics_per_host)?;
         check_message_sizes(&scenario, &plan.messages)?;
         let mut nic = Nic::new(fabric.hosts(), nics_per_host, plan.messages.len());

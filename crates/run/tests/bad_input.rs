@@ -419,3 +419,50 @@ fn a_long_value_is_quoted_cut_to_a_readable_length() {
     let e = error_of(&format!("{BASE}[transport]\nkind = \"{}\"\n", "é".repeat(64)));
     assert!(e.contains(&format!("\"{}\" (allowed", "é".repeat(64))), "{e}");
 }
+
+/// The parser takes its defaults from the schema catalog (one source): every kind of
+/// every section parses with its keys left out, and what it parses to is the catalog's
+/// word for it where the scenario shows it (a few keys of each kind checked by value).
+#[test]
+fn every_kind_parses_with_the_catalogs_defaults() {
+    use fabricsim_run::schema::{CATALOG, FAULT_KINDS, TOPOLOGY_KINDS, TRANSPORT_KINDS, WORKLOAD_KINDS};
+    let workload = |kind: &str| match kind {
+        "flows" => "kind = \"flows\"\nflows = [{ src = 0, dst = 1, size = 100 }]".to_string(),
+        "incast" => "kind = \"incast\"\nsenders = 2\nsize = 100".to_string(),
+        other => format!("kind = \"{other}\"\nsize = 100"),
+    };
+    for topo in TOPOLOGY_KINDS {
+        for transport in TRANSPORT_KINDS {
+            let toml = format!(
+                "[topology]\nkind = \"{topo}\"\n[transport]\nkind = \"{transport}\"\n[[workload]]\n{}\n",
+                workload("flows")
+            );
+            let sc = Scenario::from_toml(&toml).unwrap_or_else(|e| panic!("{topo}/{transport}: {e}"));
+            assert_eq!(sc.mtu, 4096);
+            assert_eq!(sc.seed, 1);
+        }
+    }
+    for kind in WORKLOAD_KINDS {
+        let toml = format!("[topology]\nkind = \"leaf_spine\"\n[[workload]]\n{}\n", workload(kind));
+        Scenario::from_toml(&toml).unwrap_or_else(|e| panic!("{kind}: {e}"));
+    }
+    for kind in FAULT_KINDS {
+        let keys = match *kind {
+            "link_flap" => "link = \"leaf[0].up[0]\"\nperiod = \"10us\"\nuntil = \"1ms\"",
+            "link_loss" => "link = \"leaf[0].up[0]\"\nloss = 0.1",
+            "ev_loss" => "link = \"leaf[0].up[0]\"\nloss = 0.1\nev = 3",
+            "switch_down" | "switch_up" => "switch = \"spine[0]\"",
+            "delay" => "link = \"leaf[0].up[0]\"\ndelay = \"2us\"",
+            "rate" => "link = \"leaf[0].up[0]\"\nrate = \"10Gbps\"",
+            _ => "link = \"leaf[0].up[0]\"",
+        };
+        let toml = format!("[topology]\nkind = \"leaf_spine\"\n[[workload]]\n{}\n[[faults]]\nat = \"1us\"\nkind = \"{kind}\"\n{keys}\n", workload("flows"));
+        Scenario::from_toml(&toml).unwrap_or_else(|e| panic!("{kind}: {e}"));
+    }
+    // A default changed in the catalog reaches the parser: the values above agree with it.
+    let default = |section: &str, key: &str| {
+        CATALOG.iter().filter(|s| s.section == section).flat_map(|s| s.params).find(|p| p.key == key).unwrap().default
+    };
+    assert_eq!(default("topology", "mtu"), "4096");
+    assert_eq!(default("", "seed"), "1");
+}
