@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 import fabricsim
+import fabricsim.cli
 from conftest import SMALL
 
 FLOW_COLUMNS = ["flow_id", "src", "dst", "size_bytes", "start_ns", "finish_ns", "fct_ns", "ideal_fct_ns", "slowdown",
@@ -279,3 +280,39 @@ def test_a_capture_with_partitions_writes_every_partitions_frames():
     # The same traffic, up to the order of simultaneous events (as with a new seed).
     assert abs(n2 - n1) <= 0.05 * n1, (n1, n2)
 
+
+
+def test_the_core_facts_python_uses_come_from_the_core():
+    # papers/udmp.py wrote the header bytes as literals (82 + 20 + 16 + 32), api.py and
+    # the command the partition bound (8).
+    from fabricsim import _core
+    from fabricsim.papers import udmp
+
+    assert udmp.MULTIPATH_OVERHEAD == _core.HEADER_BYTES + _core.PREAMBLE_IFG_BYTES + _core.RETH_BYTES + _core.EXT_BYTES
+    assert udmp.ACK_WIRE == _core.HEADER_BYTES + _core.PREAMBLE_IFG_BYTES + _core.EXT_BYTES
+    # ... and they are what a run puts on the wire: three full packets and their ACKs.
+    for kind, data, acks in (("udmp", 3 * (4096 + udmp.MULTIPATH_OVERHEAD), 3 * udmp.ACK_WIRE),
+                             ("roce", 3 * (4096 + udmp.ROCE_OVERHEAD) + _core.RETH_BYTES, None)):
+        r = fabricsim.run({"topology": {"kind": "leaf_spine", "leaves": 1, "spines": 1, "hosts_per_leaf": 2},
+                           "transport": {"kind": kind}, "output": {"plots": False},
+                           "workload": {"kind": "flows", "flows": [{"src": 0, "dst": 1, "size": 3 * 4096}]}})
+        sent = r.ports.groupby("port", observed=True)["tx_bytes"].sum()
+        assert sent["host[0].nic[0]"] == data, (kind, sent)
+        if acks is not None:
+            assert sent["host[1].nic[0]"] == acks, (kind, sent)
+    top = _core.MAX_PARTITIONS
+    with pytest.raises(fabricsim.ScenarioError, match=f"^partitions: expected an integer between 1 and {top}, got {top + 1}$"):
+        fabricsim.run(SMALL, partitions=top + 1)
+    assert fabricsim.cli._partitions(str(top)) == top
+    with pytest.raises(fabricsim.cli.argparse.ArgumentTypeError, match=f"between 1 and {top}"):
+        fabricsim.cli._partitions(str(top + 1))
+
+
+def test_values_in_errors_are_cut_to_a_readable_length():
+    # The core cuts the values it quotes (issue 23); so do the checks made here.
+    with pytest.raises(fabricsim.ScenarioError) as e:
+        fabricsim.run(SMALL, seed="9" * 100_000)
+    assert str(e.value) == f"seed: expected an integer between 0 and 2^63-1, got '{'9' * 63}... (100002 characters)"
+    with pytest.raises(fabricsim.ScenarioError) as e:
+        fabricsim.run(SMALL.replace('kind = "permutation"', f'kind = "{"p" * 10**6}"'))
+    assert len(str(e.value)) < 300 and "... (1000000 characters)" in str(e.value), str(e.value)[:300]

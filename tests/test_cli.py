@@ -2,6 +2,8 @@
 
 import errno
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -280,3 +282,44 @@ def test_a_closed_pipe_ends_the_listing_quietly():
     finally:
         os.close(w)
     assert p.stderr == "" and p.returncode == 141, p
+
+
+def test_a_scenario_that_is_not_a_file_is_named_as_what_it_is(tmp_path):
+    # /dev/zero and a FIFO were "scenario file not found"; reading either could hang or
+    # fill memory, so the type is checked before anything is read.
+    import os
+    import socket
+
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    sock_path = tmp_path / "s.toml"
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(sock_path))
+    try:
+        for path, kind in ((fifo, "a named pipe (FIFO)"), (Path("/dev/zero"), "a character device"),
+                           (sock_path, "a socket"), (tmp_path, "a folder")):
+            if not path.exists():
+                continue
+            for command in ("validate", "run"):
+                # A subprocess with a time limit: a read of the FIFO would wait for a writer.
+                p = subprocess.run([sys.executable, "-m", "fabricsim", command, str(path)], capture_output=True,
+                                   text=True, timeout=60, cwd=tmp_path)
+                assert (p.returncode, p.stderr) == (
+                    2, f"fabricsim: error: {path}: scenario: {path} is {kind}; name a scenario TOML file\n"), p.stderr
+    finally:
+        sock.close()
+
+
+def test_a_scenario_file_larger_than_16_mib_is_refused_before_it_is_read(tmp_path, capsys):
+    big = tmp_path / "big.toml"
+    with open(big, "wb") as f:
+        f.truncate(16 * 2**20 + 1)  # sparse: nothing is written
+    assert fabricsim.cli.main(["validate", str(big)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"fabricsim: error: {big}: scenario: {big} has 16777217 bytes, more than the 16 MiB (16777216 bytes) "
+                   "a scenario file may have (give a larger one as a dict)\n"), err
+    # Exactly 16 MiB is read (and is not valid TOML: NUL bytes).
+    with open(big, "r+b") as f:
+        f.truncate(16 * 2**20)
+    assert fabricsim.cli.main(["validate", str(big)]) == 2
+    assert "not valid TOML" in capsys.readouterr().err

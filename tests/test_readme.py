@@ -39,3 +39,16 @@ def test_every_output_column_is_documented(tmp_path):
             assert f"`{col}`" in text, f"column {col} of {name} is not documented in the README"
     for key in r.summary:
         assert f"`{key}`" in text, f"summary key {key} is not documented in the README"
+
+
+def test_the_paper_notes_name_the_papers_relative_to_the_repository():
+    # They named them by one machine's absolute paths (/work/shared/seeds/...).
+    notes = sorted((README.parent / "docs" / "papers").glob("*.md"))
+    text = "\n".join(p.read_text() for p in notes)
+    absolute = re.findall(r"(?<![\w.~])/(?:work|home|root|Users|tmp|mnt)/[^\s`)]*", text)
+    assert not absolute, absolute
+    named = set(re.findall(r"`\.\./shared/seeds/([\w.-]+)`", text))
+    assert len(named) >= 5, named  # the five papers, at least
+    seeds = README.parent.parent / "shared" / "seeds"
+    if seeds.is_dir():  # beside the repository (a developer's or CI's machine)
+        assert not [n for n in named if not (seeds / n).is_file()], sorted(named)

@@ -12,10 +12,61 @@ key and the allowed values, exactly as the command line prints it. A plot matplo
 cannot draw does not lose a run: ``save`` writes the tables and warns (:class:`PlotWarning`).
 """
 
+# Only modules Python has loaded at start-up come before the handler below: `_signal` is
+# the C module behind `signal`, whose import (enum) takes 6 ms more of that window.
+import _signal
+import os as _os
+import sys as _sys
+
+
+def _interrupted_early(signum, frame) -> None:  # type: ignore[no-untyped-def]
+    _os.write(2, b"fabricsim: interrupted\n")
+    _os._exit(130)
+
+
+def _command() -> bool:
+    """Whether this process is the ``fabricsim`` command: its console script, or
+    ``python -m fabricsim`` (on Python 3.10+, which tells the module in orig_argv)."""
+    argv0 = _sys.argv[0] if _sys.argv else ""
+    if _os.path.basename(argv0) in ("fabricsim", "fabricsim.exe"):
+        return True
+    if argv0 != "-m":  # "-m" while python -m locates its module (and imports this package)
+        return False
+    orig = list(getattr(_sys, "orig_argv", []))
+    return "-m" in orig and orig[orig.index("-m") + 1:][:1] == ["fabricsim"]
+
+
+# The command's own KeyboardInterrupt handling (cli.main) starts only once the package
+# and the command module are imported; a Ctrl-C before that printed a traceback. Until
+# main() takes over (and puts Python's handler back), Ctrl-C ends the command at once
+# with its usual message and status. Not for other programs importing fabricsim, and not
+# where SIGINT is ignored (a background job).
+if _command() and _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
+    try:
+        _signal.signal(_signal.SIGINT, _interrupted_early)
+    except ValueError:  # not the main thread
+        pass
+
+from typing import Any  # noqa: E402 - after the handler: every import before it is a window
+
 from ._core import ScenarioError, __version__
 from .api import catalog, default_scenario, run, validate
-from .fct import slowdown_by_size
-from .results import PlotWarning, Result
 
 __all__ = ["run", "validate", "catalog", "default_scenario", "slowdown_by_size", "Result", "ScenarioError", "PlotWarning",
            "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    # Result and PlotWarning live with pandas (fabricsim.results), and slowdown_by_size
+    # with numpy (fabricsim.fct), imported on first use: `fabricsim validate` and `list`
+    # need none of pandas, pyarrow or matplotlib, whose imports took about 0.65 s before
+    # anything ran.
+    if name in ("Result", "PlotWarning"):
+        from . import results
+
+        return getattr(results, name)
+    if name == "slowdown_by_size":
+        from .fct import slowdown_by_size
+
+        return slowdown_by_size
+    raise AttributeError(f"module 'fabricsim' has no attribute {name!r}")

@@ -6,6 +6,17 @@ __version__: str
 #: Whether the core was compiled with profile-guided optimisation (``pip install .``
 #: does when the toolchain can read ``pgo/fabricsim.profdata.gz``).
 PGO: bool
+#: The most partitions a run may have (``partitions``, ``--partitions``).
+MAX_PARTITIONS: int
+#: Bytes every packet carries besides its payload: Ethernet, IPv6, UDP, BTH, ICRC, FCS.
+HEADER_BYTES: int
+#: Preamble, start-of-frame delimiter and inter-frame gap: on the link, not in the frame.
+PREAMBLE_IFG_BYTES: int
+#: The RDMA extended transport header (the first packet of a RoCE message; every
+#: packet of the multipath transports).
+RETH_BYTES: int
+#: fabricsim's extension header (every packet, ACK included, of the multipath transports).
+EXT_BYTES: int
 
 class ScenarioError(ValueError):
     """A scenario that cannot be run; the message names the key and the allowed values."""

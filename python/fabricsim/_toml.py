@@ -1,5 +1,6 @@
-"""Writing scenarios as TOML: a scenario dict as a TOML document, and a run's top-level
-overrides (``seed``, ``partitions``) set in a scenario's TOML text.
+"""Writing scenarios as TOML: a scenario dict as a TOML document (tomli-w), and a run's
+top-level overrides (``seed``, ``partitions``) set in a scenario's TOML text, keeping its
+comments and layout.
 
 Scenario dicts are JSON-like (string keys; strings, integers, finite floats, booleans,
 tables and lists; see ``api._plain``), which TOML represents exactly, so the document
@@ -8,81 +9,19 @@ written here reads back as the same dict.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
-_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
-
-
-def _string(s: str) -> str:
-    """A TOML basic string."""
-    out = []
-    for ch in s:
-        if ch in _ESCAPES:
-            out.append(_ESCAPES[ch])
-        elif ch < " " or ch == "\x7f":
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
-
-
-def _key(k: str) -> str:
-    return k if _BARE_KEY.fullmatch(k) else _string(k)
-
-
-def _inline(v: Any) -> str:
-    """A value on one line (inline tables may not span lines)."""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        # repr is the shortest text that reads back as the same float, and always has
-        # a "." or an exponent, as TOML requires of a float ("1.0", "1e-05", "1e+16").
-        return repr(v)
-    if isinstance(v, str):
-        return _string(v)
-    if isinstance(v, Mapping):
-        if not v:
-            return "{}"
-        return "{ " + ", ".join(f"{_key(k)} = {_inline(x)}" for k, x in v.items()) + " }"
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_inline(x) for x in v) + "]"
-    raise TypeError(f"cannot write {type(v).__name__} as TOML")
-
-
-def _value(v: Any) -> str:
-    """A key's value: a list of tables gets one line per table, anything else one line."""
-    if isinstance(v, (list, tuple)) and v and any(isinstance(x, Mapping) for x in v):
-        return "[\n" + "".join(f"  {_inline(x)},\n" for x in v) + "]"
-    return _inline(v)
-
-
-def _is_table_array(v: Any) -> bool:
-    return isinstance(v, (list, tuple)) and bool(v) and all(isinstance(x, Mapping) for x in v)
+import tomli_w
 
 
 def dumps(doc: Mapping[str, Any]) -> str:
-    """``doc`` (a JSON-like scenario dict) as a TOML document: top-level values first,
-    then a ``[section]`` per table and a ``[[section]]`` per entry of a list of tables;
-    deeper tables and lists are written inline."""
-    lines: List[str] = []
-    sections: List[Tuple[str, Any]] = []
-    for k, v in doc.items():
-        if isinstance(v, Mapping) or _is_table_array(v):
-            sections.append((k, v))
-        else:
-            lines.append(f"{_key(k)} = {_value(v)}")
-    for k, v in sections:
-        entries = [(f"[{_key(k)}]", v)] if isinstance(v, Mapping) else [(f"[[{_key(k)}]]", x) for x in v]
-        for header, table in entries:
-            if lines:
-                lines.append("")
-            lines.append(header)
-            lines.extend(f"{_key(kk)} = {_value(vv)}" for kk, vv in table.items())
-    return "\n".join(lines) + "\n"
+    """``doc`` (a JSON-like scenario dict) as a TOML document."""
+    return tomli_w.dumps(doc)
+
+
+def _line(key: str, value: Any) -> str:
+    """``key = value`` on one line."""
+    return tomli_w.dumps({key: value}).strip()
 
 
 # ---------------------------------------------------------------------------------------
@@ -185,11 +124,11 @@ def set_top_level(text: str, values: Mapping[str, Any], why: str = "set for this
         if found:
             for s in found:
                 old = " ".join(text[s.start:s.end].split())
-                edits.append((s.start, s.end, f"{_key(key)} = {_inline(value)}  # {why} (the scenario had: {old})"))
+                edits.append((s.start, s.end, f"{_line(key, value)}  # {why} (the scenario had: {old})"))
         else:
             missing[key] = value
     if missing:
-        added = "".join(f"{_key(k)} = {_inline(v)}  # {why}\n" for k, v in missing.items())
+        added = "".join(f"{_line(k, v)}  # {why}\n" for k, v in missing.items())
         if statements:
             at = statements[-1].end
             # After the line break that ends the last statement (or one of our own).

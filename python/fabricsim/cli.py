@@ -6,17 +6,19 @@ import argparse
 import json
 import os
 import re
+import signal
 import sys
 import tempfile
 import textwrap
 import time
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
-from typing import List, NoReturn, Optional
+from typing import Iterator, List, NoReturn, Optional
 
-from . import __version__
-from ._core import ScenarioError
-from .results import PlotWarning
+from . import __version__, _interrupted_early
+from ._core import MAX_PARTITIONS, ScenarioError
+from .api import shown
 
 
 class _Parser(argparse.ArgumentParser):
@@ -138,14 +140,42 @@ def _flag_error(e: Exception, a: argparse.Namespace) -> Optional[str]:
     ``--seed``), or None for an error about the scenario."""
     key, rest = getattr(e, "key", ""), getattr(e, "reason", str(e))
     if key == "pcap" and a.pcap is not None:
-        return f"--pcap {a.pcap}: {rest}"
+        spec = a.pcap if len(a.pcap) <= 64 else f"{a.pcap[:64]}... ({len(a.pcap)} characters)"
+        return f"--pcap {spec}: {rest}"
     if key == "partitions" and a.partitions is not None:
         return f"--partitions {a.partitions}: {rest}"
     return None
 
 
+#: Whether this process is the ``fabricsim`` command, whose Ctrl-C may end it at once
+#: (the package's early handler was in place when main() began); false when main() is
+#: called from Python.
+_quick_exit = False
+
+
+@contextmanager
+def _third_party_imports() -> Iterator[None]:
+    """Imports of pandas, pyarrow and matplotlib, during which Ctrl-C ends the command at
+    once with "interrupted" and status 130. A KeyboardInterrupt raised inside their
+    imports was sometimes swallowed (the run went on) or made Python end itself by
+    SIGINT after the message (status -SIGINT, not 130). Outside these imports Ctrl-C is a
+    KeyboardInterrupt, so that the run and the save clean up."""
+    if not _quick_exit:
+        yield
+        return
+    signal.signal(signal.SIGINT, _interrupted_early)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def _cmd_run(a: argparse.Namespace) -> int:
-    from .api import default_scenario, run
+    with _third_party_imports():
+        import pyarrow.parquet  # noqa: F401 - what DataFrame.to_parquet imports
+
+        from .api import default_scenario, run
+        from .results import PlotWarning
 
     if a.scenario == "":
         # An empty string used to fall back to the bundled default scenario silently.
@@ -166,6 +196,15 @@ def _cmd_run(a: argparse.Namespace) -> int:
     out = a.out or _default_out(result.summary["name"])
     # The scenario's output.plots decides, unless --no-plots.
     plots = False if a.no_plots else None
+    if result.draws_plots(plots):
+        with _third_party_imports():
+            try:
+                from .plots import _pyplot
+
+                _pyplot()
+            except Exception:  # noqa: BLE001 - save() draws the plots and reports why it cannot
+                pass
+    where = f"--out {out}" if a.out is not None else f"output folder {out}"
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", PlotWarning)
@@ -178,8 +217,12 @@ def _cmd_run(a: argparse.Namespace) -> int:
     except OSError as e:
         # Checked before the run, but the disk can fill or the folder appear meanwhile;
         # save() leaves nothing behind.
-        where = f"--out {out}" if a.out is not None else f"output folder {out}"
         return _fail(f"{where}: cannot write the output folder: {_reason(e)}", 1)
+    except MemoryError:
+        # A huge result (a fault schedule of millions of flaps, say) can exhaust memory
+        # while its tables are encoded; save() has removed what it wrote.
+        return _fail(f"{where}: out of memory while writing the results; nothing was written "
+                     "(a shorter run, coarser output.sample_interval or fewer faults make smaller results)", 1)
     if not a.quiet:
         print(summary_table(result.summary, out))
     return 0
@@ -264,7 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("scenario", nargs="?", help="scenario TOML file (default: the bundled default scenario)")
     r.add_argument("--seed", type=_seed, help="override the scenario's seed")
     r.add_argument("--partitions", type=_partitions, metavar="N",
-                   help="override the scenario's partitions: simulate on N threads (1-8; results depend on N)")
+                   help=f"override the scenario's partitions: simulate on N threads (1-{MAX_PARTITIONS}; results depend on N)")
     r.add_argument("--out", type=Path, help="output folder (default: a new folder under ./fabricsim-out/)")
     r.add_argument("--quiet", action="store_true", help="no progress line and no summary table")
     r.add_argument("--no-plots", action="store_true", help="do not draw the PNG plots")
@@ -290,8 +333,8 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _int_in(lo: int, hi: int, shown: str, base: int = 10):
-    """An argparse type: an integer from ``lo`` to ``hi``, written ``shown`` in errors
+def _int_in(lo: int, hi: int, between: str, base: int = 10):
+    """An argparse type: an integer from ``lo`` to ``hi``, written ``between`` in errors
     (``base`` 0 also takes ``0x`` and ``0o`` prefixes)."""
     def parse(text: str) -> int:
         try:
@@ -301,21 +344,30 @@ def _int_in(lo: int, hi: int, shown: str, base: int = 10):
             try:
                 v = int(text, base)
             except ValueError:
-                raise argparse.ArgumentTypeError(f"expected an integer between {shown}, got {text!r}") from None
+                raise argparse.ArgumentTypeError(f"expected an integer between {between}, got {shown(text)}") from None
         if not lo <= v <= hi:
-            raise argparse.ArgumentTypeError(f"expected an integer between {shown}, got {text!r}")
+            raise argparse.ArgumentTypeError(f"expected an integer between {between}, got {shown(text)}")
         return v
     return parse
 
 
-_partitions = _int_in(1, 8, "1 and 8")
+_partitions = _int_in(1, MAX_PARTITIONS, f"1 and {MAX_PARTITIONS}")
 _pcap_snap = _int_in(0, 65535, "0 and 65535")
 _seed = _int_in(0, 2**63 - 1, "0 and 2^63-1", base=0)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+    # Everything, the parsing and the imports the commands make (pandas takes a good
+    # part of a second), runs inside this try: a Ctrl-C at any moment is "interrupted"
+    # and status 130, never a KeyboardInterrupt traceback. (Before this, the package's
+    # own early handler answered Ctrl-C; from here Python's KeyboardInterrupt does, so
+    # that the run and save() can clean up, except during _third_party_imports.)
+    global _quick_exit
     try:
+        if signal.getsignal(signal.SIGINT) is _interrupted_early:
+            _quick_exit = True
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        args = build_parser().parse_args(argv)
         return int(args.func(args))
     except KeyboardInterrupt:
         sys.stderr.write("fabricsim: interrupted\n")
@@ -327,6 +379,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 141
     except (OSError, FileExistsError) as e:
         return _fail(str(e), 1)
+    except MemoryError:
+        return _fail("out of memory (the run's results did not fit: a shorter run, a coarser "
+                     "output.sample_interval or fewer faults make smaller results)", 1)
+    except Exception as e:  # noqa: BLE001 - a fault of fabricsim: one paragraph, not a traceback
+        what = " ".join(str(e).split())
+        what = what if len(what) <= 200 else what[:200] + f"... ({len(what)} characters)"
+        return _fail(f"internal error, please report it: {type(e).__name__}" + (f": {what}" if what else ""), 1)
 
 
 if __name__ == "__main__":

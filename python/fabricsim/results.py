@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import secrets
 import shutil
 import stat
@@ -123,6 +125,14 @@ class Result:
                 png.unlink()
             warnings.warn(f"plots not drawn: {type(e).__name__}: {e}", PlotWarning, stacklevel=3)
 
+    def draws_plots(self, plots: Optional[bool] = None) -> bool:
+        """Whether ``save(out, plots)`` draws the plots: ``plots`` if given, else the
+        scenario's ``output.plots``."""
+        if plots is not None:
+            return plots
+        output = (self.summary.get("scenario") or {}).get("output") or {}
+        return bool(output.get("plots", True)) if isinstance(output, dict) else True
+
     def save(self, out: "os.PathLike[str] | str", plots: Optional[bool] = None) -> Path:
         """Writes every table as Parquet (``flows``, ``ports``, ``collectives``,
         ``connections``, ``paths``, ``ev_states``, ``ooo``, ``throughput``, ``faults``),
@@ -137,7 +147,8 @@ class Result:
         temporary sibling folder that is renamed into place at the end, and a saved
         folder is never changed afterwards (a second ``save`` copies the capture). The
         folder gets the usual permissions (0o777 less the umask); ``out`` must not exist
-        or must be an empty folder, whose permissions are kept.
+        or must be an empty folder, whose permissions are kept. Temporary folders that
+        killed saves left beside ``out`` (their process is gone) are removed first.
 
         The first save of a run's temporary capture ends its life as a temporary file:
         ``Result.pcap`` becomes ``out/capture.pcap``.
@@ -157,9 +168,7 @@ class Result:
             raise FileExistsError(f"output folder {out} already exists and is not a folder")
         if out.exists() and any(out.iterdir()):
             raise FileExistsError(f"output folder {out} already exists and is not empty")
-        if plots is None:
-            output = (self.summary.get("scenario") or {}).get("output") or {}
-            plots = bool(output.get("plots", True)) if isinstance(output, dict) else True
+        plots = self.draws_plots(plots)
         # The missing parents are made here and removed again if anything fails.
         made = []
         parent = out.parent
@@ -169,6 +178,7 @@ class Result:
         tmp = None
         try:
             out.parent.mkdir(parents=True, exist_ok=True)
+            _remove_abandoned(out.parent)
             tmp = _temporary_sibling(out)
             for name in TABLES:
                 self.tables[name].to_parquet(tmp / f"{name}.parquet", index=False)
@@ -215,15 +225,65 @@ class PlotWarning(UserWarning):
     """The plots could not be drawn; the tables were saved without them."""
 
 
+#: This machine, in the names of temporary folders (a folder shared between machines
+#: holds others' folders, whose process numbers mean nothing here).
+_HOST = hashlib.sha256(os.uname().nodename.encode()).hexdigest()[:8]
+
+#: The name of a temporary output folder: ``.<start of the output folder's name>``, then
+#: ``fabricsim-<process id>-<host>-<random>.tmp``.
+_TEMPORARY = re.compile(r"\..*\.fabricsim-(\d{1,10})-([0-9a-f]{8})-[0-9a-f]{8}\.tmp", re.S)
+
+
 def _temporary_sibling(out: Path) -> Path:
-    """A new empty folder beside ``out`` named ``.<start of out's name>.<random>.tmp``
-    (short, whatever the length of ``out``'s name), made with the usual permissions
-    (0o777 less the umask; ``tempfile.mkdtemp`` makes 0o700)."""
+    """A new empty folder beside ``out`` named by :data:`_TEMPORARY` (short, whatever
+    the length of ``out``'s name), made with the usual permissions (0o777 less the
+    umask; ``tempfile.mkdtemp`` makes 0o700). Its name records this process, so that a
+    later save can remove it if this one is killed before it can (:func:`_remove_abandoned`)."""
     for _ in range(100):
-        tmp = out.parent / f".{out.name[:32]}.{secrets.token_hex(4)}.tmp"
+        tmp = out.parent / f".{out.name[:32]}.fabricsim-{os.getpid()}-{_HOST}-{secrets.token_hex(4)}.tmp"
         try:
             os.mkdir(tmp)
         except FileExistsError:
             continue
         return tmp
     raise FileExistsError(f"cannot create a temporary folder beside {out}")
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (when in doubt, yes)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError, ValueError):
+        return True  # another user's process (EPERM), or a number we cannot ask about
+    return True
+
+
+def _remove_abandoned(folder: Path) -> None:
+    """Removes the temporary folders that saves killed outright (SIGKILL, a power cut)
+    left in ``folder``: named as :func:`_temporary_sibling` names them, made on this
+    machine by a process that no longer exists, and holding only files (save writes no
+    folders). Another run's folder, live or on another machine, is left alone; nothing
+    here fails a save."""
+    try:
+        entries = [e for e in os.scandir(folder) if e.name.endswith(".tmp") and e.name.startswith(".")]
+    except OSError:
+        return
+    for entry in entries:
+        m = _TEMPORARY.fullmatch(entry.name)
+        if m is None or m.group(2) != _HOST or _alive(int(m.group(1))):
+            continue
+        try:
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            inside = list(os.scandir(entry.path))
+            if any(not f.is_file(follow_symlinks=False) for f in inside):
+                continue
+            for f in inside:
+                os.unlink(f.path)
+            os.rmdir(entry.path)
+        except OSError:
+            continue

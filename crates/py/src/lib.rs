@@ -258,5 +258,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // Whether the core was compiled with profile-guided optimisation (see build.rs).
     m.add("PGO", env!("FABRICSIM_BUILD_PGO") == "1")?;
+    // Facts of the core that Python computes with, so that it does not restate them: the
+    // most partitions, and the bytes a packet takes on the wire besides its payload.
+    m.add("MAX_PARTITIONS", fabricsim_run::parallel::MAX_PARTITIONS)?;
+    m.add("HEADER_BYTES", fabricsim_wire::packet::BASE_HEADER_BYTES)?;
+    m.add("PREAMBLE_IFG_BYTES", fabricsim_wire::packet::PREAMBLE_IFG_BYTES)?;
+    m.add("RETH_BYTES", fabricsim_wire::packet::RETH_BYTES)?;
+    m.add("EXT_BYTES", fabricsim_wire::packet::EXT_BYTES)?;
     Ok(())
 }

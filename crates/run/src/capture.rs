@@ -39,7 +39,15 @@ impl Sim {
             } else if let Some(n) = self.fabric.node_by_name(name) {
                 ports.extend_from_slice(self.fabric.ports_of(n));
             } else {
-                return Err(ScenarioError::new("pcap", format!("no port or node \"{name}\" in this topology ({}; names look like {}, or a node such as \"host[0]\")", name_hint(&self.fabric, name), example_names(&self.fabric))));
+                return Err(ScenarioError::new(
+                    "pcap",
+                    format!(
+                        "no port or node {} in this topology ({}; names look like {}, or a node such as \"host[0]\")",
+                        crate::quoted(name),
+                        name_hint(&self.fabric, name),
+                        example_names(&self.fabric)
+                    ),
+                ));
             }
         }
         if ports.is_empty() {

@@ -19,7 +19,8 @@ pub(crate) fn resolve_faults(sc: &Scenario, fabric: &Fabric) -> Result<Vec<Fault
                         ScenarioError::new(
                             &format!("faults[{i}].link"),
                             format!(
-                                "no port \"{name}\" in this topology ({}; names look like {})",
+                                "no port {} in this topology ({}; names look like {})",
+                                crate::quoted(name),
                                 name_hint(fabric, name),
                                 example_names(fabric)
                             ),
@@ -35,7 +36,8 @@ pub(crate) fn resolve_faults(sc: &Scenario, fabric: &Fabric) -> Result<Vec<Fault
                             ScenarioError::new(
                                 &format!("faults[{i}].switch"),
                                 format!(
-                                    "no switch \"{name}\" in this topology ({}; for example {})",
+                                    "no switch {} in this topology ({}; for example {})",
+                                    crate::quoted(name),
                                     name_hint(fabric, name),
                                     fabric.nodes[fabric.hosts() as usize].name
                                 ),

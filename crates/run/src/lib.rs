@@ -64,6 +64,25 @@ impl From<fabricsim_fabric::TopologyError> for ScenarioError {
     }
 }
 
+/// The most characters of a scenario's string that an error message quotes.
+pub const QUOTE_MAX: usize = 64;
+
+/// `value` as an error message quotes it: in double quotes with quotes, backslashes and
+/// control characters escaped (`{:?}`), so that the message stays one line; a value longer
+/// than [`QUOTE_MAX`] characters is cut there, followed by `...` and its full length (a
+/// 1 MB `transport.kind` made a 1 MB error line).
+pub fn quoted(value: &str) -> String {
+    match cut(value, QUOTE_MAX) {
+        None => format!("{value:?}"),
+        Some(start) => format!("{start:?}... ({} characters)", value.chars().count()),
+    }
+}
+
+/// The first `max` characters of `text`, if it has more.
+pub(crate) fn cut(text: &str, max: usize) -> Option<&str> {
+    text.char_indices().nth(max).map(|(end, _)| &text[..end])
+}
+
 impl From<fabricsim_workload::WorkloadError> for ScenarioError {
     fn from(e: fabricsim_workload::WorkloadError) -> ScenarioError {
         match e {

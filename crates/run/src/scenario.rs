@@ -164,9 +164,13 @@ impl Scenario {
     /// Parses TOML text whose relative file names (traces) are relative to `base`
     /// (the scenario file's folder).
     pub fn from_toml_in(text: &str, base: &Path) -> Result<Scenario, ScenarioError> {
-        let doc: Value = toml::from_str::<toml::Table>(text)
-            .map(Value::Table)
-            .map_err(|e| ScenarioError::new("", format!("not valid TOML: {}", e.to_string().trim())))?;
+        let doc: Value = toml::from_str::<toml::Table>(text).map(Value::Table).map_err(|e| {
+            // The parser's message shows the offending line, which may be a megabyte long.
+            let lines: Vec<String> = (e.to_string().trim().lines())
+                .map(|l| crate::cut(l, 2 * crate::QUOTE_MAX).map_or_else(|| l.to_string(), |s| format!("{s}...")))
+                .collect();
+            ScenarioError::new("", format!("not valid TOML: {}", lines.join("\n")))
+        })?;
         Scenario::from_value_in(&doc, base)
     }
 
@@ -240,7 +244,10 @@ impl Scenario {
                 Some(crate::units::parse_duration(s).ok().filter(|d| *d > Dur::ZERO).ok_or_else(|| {
                     top.error(
                         "stall_after",
-                        format!("expected a duration longer than 0 such as \"1s\", or \"none\", got \"{s}\""),
+                        format!(
+                            "expected a duration longer than 0 such as \"1s\", or \"none\", got {}",
+                            crate::quoted(s)
+                        ),
                     )
                 })?)
             }

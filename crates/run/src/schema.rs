@@ -7,7 +7,7 @@
 
 use crate::factory::TransportKind;
 use crate::units::{parse_duration, parse_rate, parse_size};
-use crate::ScenarioError;
+use crate::{quoted, ScenarioError};
 use fabricsim_engine::{Dur, Rate};
 use serde::Serialize;
 use toml::Value;
@@ -701,7 +701,7 @@ impl<'a> Reader<'a> {
             None if default.is_empty() => Err(self.error(key, format!("is required (one of: {allowed})"))),
             None => Ok(default.to_string()),
             Some(Value::String(s)) if choices.contains(&s.as_str()) => Ok(s.clone()),
-            Some(Value::String(s)) => Err(self.error(key, format!("unknown value \"{s}\" (allowed: {allowed})"))),
+            Some(Value::String(s)) => Err(self.error(key, format!("unknown value {} (allowed: {allowed})", quoted(s)))),
             Some(v) => self.expect(key, v, &format!("one of: {allowed}")),
         }
     }
@@ -773,12 +773,14 @@ fn parse_float_default(text: &str) -> Option<f64> {
 }
 
 /// `key` as TOML would write it in a dotted path: bare if it can be, quoted otherwise,
-/// so that a key `"k.x"` is not reported as the nested `k.x`.
+/// so that a key `"k.x"` is not reported as the nested `k.x`; a long key is cut (see
+/// [`quoted`]).
 fn toml_key(key: &str) -> std::borrow::Cow<'_, str> {
-    if !key.is_empty() && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+    let bare = key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if !key.is_empty() && bare && key.len() <= crate::QUOTE_MAX {
         key.into()
     } else {
-        format!("\"{}\"", key.replace('\\', "\\\\").replace('"', "\\\"")).into()
+        quoted(key).into()
     }
 }
 

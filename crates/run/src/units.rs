@@ -1,6 +1,7 @@
 //! Units in scenario files: rates (`"100Gbps"`), durations (`"250us"`) and sizes
 //! (`"8MB"` = 8·10^6 bytes, `"8MiB"` = 8·2^20 bytes).
 
+use crate::quoted;
 use fabricsim_engine::{Dur, Rate};
 
 const RATE_UNITS: &[(&str, f64)] = &[("bps", 1.0), ("kbps", 1e3), ("mbps", 1e6), ("gbps", 1e9), ("tbps", 1e12)];
@@ -40,13 +41,15 @@ fn scaled(v: f64, unit: &str, units: &[(&str, f64)]) -> Option<f64> {
 /// Parses a rate such as `"100Gbps"`. The prefix may be in either case; the `bps`
 /// must be lower case, since `"GBps"` usually means gigabytes per second.
 pub fn parse_rate(s: &str) -> Result<Rate, String> {
-    let bad =
-        || format!("expected a positive rate such as \"100Gbps\" (units: bps, Kbps, Mbps, Gbps, Tbps), got \"{s}\"");
+    let bad = || {
+        format!("expected a positive rate such as \"100Gbps\" (units: bps, Kbps, Mbps, Gbps, Tbps), got {}", quoted(s))
+    };
     let (v, unit) = split(s).ok_or_else(bad)?;
     let x = scaled(v, unit, RATE_UNITS).filter(|&x| x >= 1.0).ok_or_else(bad)?;
     if !unit.ends_with("bps") {
         return Err(format!(
-            "expected a rate in bits per second (units: bps, Kbps, Mbps, Gbps, Tbps), got \"{s}\": a capital B reads as bytes"
+            "expected a rate in bits per second (units: bps, Kbps, Mbps, Gbps, Tbps), got {}: a capital B reads as bytes",
+            quoted(s)
         ));
     }
     Ok(Rate(x.round() as u64))
@@ -59,17 +62,17 @@ pub const MAX_DURATION: Dur = Dur(1_000_000 * 1_000_000_000_000);
 
 /// Parses a duration such as `"1us"` (also `"1µs"`), at most [`MAX_DURATION`].
 pub fn parse_duration(s: &str) -> Result<Dur, String> {
-    let bad = || format!("expected a duration such as \"1us\" (units: ps, ns, us, ms, s), got \"{s}\"");
+    let bad = || format!("expected a duration such as \"1us\" (units: ps, ns, us, ms, s), got {}", quoted(s));
     let (v, unit) = split(s).ok_or_else(bad)?;
     // The micro sign and the Greek mu both read as "u".
     let unit = unit.replace(['\u{b5}', '\u{3bc}'], "u");
     let x = scaled(v, &unit, DUR_UNITS).ok_or_else(bad)?;
     if x > MAX_DURATION.ps() as f64 {
-        return Err(format!("must be at most 1000000s (about 11.6 days of simulated time), got \"{s}\""));
+        return Err(format!("must be at most 1000000s (about 11.6 days of simulated time), got {}", quoted(s)));
     }
     if x > 0.0 && x < 0.5 {
         // It would round to 0, which means something else (off, no delay).
-        return Err(format!("must be 0 or at least 1ps (the simulator's resolution), got \"{s}\""));
+        return Err(format!("must be 0 or at least 1ps (the simulator's resolution), got {}", quoted(s)));
     }
     Ok(Dur(x.round() as u64))
 }
@@ -77,19 +80,21 @@ pub fn parse_duration(s: &str) -> Result<Dur, String> {
 /// Parses a size such as `"8MB"` (decimal) or `"8MiB"` (binary). The prefix may be in
 /// either case; the `B` must be a capital, since `"8Mb"` usually means megabits.
 pub fn parse_size(s: &str) -> Result<u64, String> {
-    let bad =
-        || format!("expected a size such as \"8MB\" or \"4KiB\" (units: B, KB, MB, GB, KiB, MiB, GiB), got \"{s}\"");
+    let bad = || {
+        format!("expected a size such as \"8MB\" or \"4KiB\" (units: B, KB, MB, GB, KiB, MiB, GiB), got {}", quoted(s))
+    };
     let (v, unit) = split(s).ok_or_else(bad)?;
     let x = scaled(v, unit, SIZE_UNITS).ok_or_else(bad)?;
     if !unit.ends_with('B') {
         return Err(format!(
-            "expected a size in bytes (units: B, KB, MB, GB, KiB, MiB, GiB), got \"{s}\": a lower-case b reads as bits"
+            "expected a size in bytes (units: B, KB, MB, GB, KiB, MiB, GiB), got {}: a lower-case b reads as bits",
+            quoted(s)
         ));
     }
     // Decimal units make binary fractions: 1.1MB is 1100000.0000000002 here, 17.1GB
     // 17100000000.000002 (a float's step there is 4e-6).
     if (x - x.round()).abs() > 1e-6f64.max(x * 1e-12) {
-        return Err(format!("expected a whole number of bytes, got \"{s}\" = {x} bytes"));
+        return Err(format!("expected a whole number of bytes, got {} = {x} bytes", quoted(s)));
     }
     Ok(x.round() as u64)
 }

@@ -394,6 +394,32 @@ fn a_name_that_names_nothing_is_answered_with_what_exists() {
     assert!(e.contains("(its nodes are host[..], leaf[..], spine[..];"), "{e}");
 }
 
+#[test]
+fn a_long_value_is_quoted_cut_to_a_readable_length() {
+    // A 1 MB transport.kind made a 1 MB error line (and a key, a port name, a line of
+    // broken TOML the same).
+    let long = "k".repeat(1 << 20);
+    let cut = format!("\"{}\"... (1048576 characters)", "k".repeat(64));
+    let e = error_of(&format!("{BASE}[transport]\nkind = \"{long}\"\n"));
+    assert_eq!(
+        e,
+        format!("transport.kind: unknown value {cut} (allowed: roce, qp_scaling, mprdma, stellar, udmp, mrc)")
+    );
+    let e = error_of(&format!("{BASE}[transport]\n{long} = 1\n"));
+    assert!(e.starts_with(&format!("transport.{cut}: unknown key (allowed here: kind")), "{}", &e[..200.min(e.len())]);
+    let e = error_of(&format!("{BASE}[[faults]]\nat = \"1us\"\nkind = \"link_down\"\nlink = \"{long}\"\n"));
+    assert!(e.starts_with(&format!("faults[0].link: no port {cut} in this topology (")), "{}", &e[..200.min(e.len())]);
+    let e = error_of(&BASE.replace("size = \"1MB\"", &format!("size = \"{long}\"")));
+    assert!(e.ends_with(&format!("got {cut}")), "{}", &e[..200.min(e.len())]);
+    let e = error_of(&format!("{BASE}[output]\nsample_interval = \"{long}")); // unterminated
+    assert!(e.starts_with("not valid TOML") && e.len() < 1000, "{}", &e[..1000.min(e.len())]);
+    // Short values are quoted whole, escaped so that the message stays on one line.
+    let e = error_of(&format!("{BASE}[transport]\nkind = \"ro\\nce\"\n"));
+    assert!(e.starts_with("transport.kind: unknown value \"ro\\nce\" (allowed"), "{e}");
+    let e = error_of(&format!("{BASE}[transport]\nkind = \"{}\"\n", "é".repeat(64)));
+    assert!(e.contains(&format!("\"{}\" (allowed", "é".repeat(64))), "{e}");
+}
+
 /// The parser takes its defaults from the schema catalog (one source): every kind of
 /// every section parses with its keys left out, and what it parses to is the catalog's
 /// word for it where the scenario shows it (a few keys of each kind checked by value).

@@ -31,15 +31,20 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
+from .. import _core
 from ..api import run
 from ..results import Result
 from .common import flow_gbps, jain, low_percentile_gbps
 
 #: Bytes a full multipath data packet adds to its payload on the wire: Ethernet, IPv6,
-#: UDP, BTH, ICRC, FCS (82), preamble and gap (20), RETH (16), extension header (32).
-MULTIPATH_OVERHEAD = 82 + 20 + 16 + 32
+#: UDP, BTH, ICRC, FCS (82), preamble and gap (20), RETH (16), extension header (32),
+#: in the core's figures (every multipath packet carries a RETH and the extension).
+MULTIPATH_OVERHEAD = _core.HEADER_BYTES + _core.PREAMBLE_IFG_BYTES + _core.RETH_BYTES + _core.EXT_BYTES
 #: Wire bytes of a multipath transport's ACK (base headers, preamble/gap, extension).
-ACK_WIRE = 82 + 20 + 32
+ACK_WIRE = _core.HEADER_BYTES + _core.PREAMBLE_IFG_BYTES + _core.EXT_BYTES
+#: Bytes a RoCE data packet after a message's first adds to its payload on the wire (the
+#: first also carries a RETH).
+ROCE_OVERHEAD = _core.HEADER_BYTES + _core.PREAMBLE_IFG_BYTES
 #: The paper's RED setting "(P_max, K_min, K_max) = (1.0, 36 packets, 36 packets)" with
 #: "the BDP size ... approximately 108 packets": a step at a third of a BDP. The
 #: fat-trees here (100 Gb/s hosts, 1 us links, 4 KB packets) have an inter-pod base RTT
@@ -207,7 +212,7 @@ def shared_uplink(transport_table: Optional[Dict[str, Any]] = None, seed: int = 
     return str(p.groupby("port", observed=True)["tx_bytes"].sum().idxmax())
 
 
-def collision_series(r: Result, shared: str, mtu: int = 4096, roce_overhead: int = 82 + 20) -> pd.DataFrame:
+def collision_series(r: Result, shared: str, mtu: int = 4096, roce_overhead: int = ROCE_OVERHEAD) -> pd.DataFrame:
     """Fig. 1's curves, one row per sample: flow 1's delivered Gb/s, its data rate on
     each leaf uplink (the shared one less flow 2's frames) and flow 2's Gb/s."""
     t = r.throughput.pivot_table(index="time_ns", columns="connection", values="gbps", aggfunc="sum")
