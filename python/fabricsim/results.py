@@ -101,6 +101,28 @@ class Result:
             summary["run"]["pcap_frames"] = raw["pcap_frames"]
         return cls(tables, summary, scenario_text, source, pcap, pcap_is_temporary)
 
+    @classmethod
+    def load(cls, folder: "os.PathLike[str] | str") -> "Result":
+        """Reads a saved output folder back (what ``save`` or ``fabricsim run`` wrote):
+        the same tables, with the same column types, the summary, the scenario, and
+        ``pcap`` naming its ``capture.pcap`` if it has one."""
+        folder = Path(folder)
+        if not (folder / "summary.json").is_file():
+            raise FileNotFoundError(f"{folder} is not a run's output folder (no summary.json)")
+        tables = {}
+        for name in TABLES:
+            path = folder / f"{name}.parquet"
+            if not path.is_file():
+                raise FileNotFoundError(f"{folder} lacks {name}.parquet (written by an older fabricsim?)")
+            tables[name] = pd.read_parquet(path)
+        with open(folder / "summary.json", encoding="utf-8") as f:
+            summary = json.load(f)
+        scenario = folder / "scenario.toml"
+        text = scenario.read_text(encoding="utf-8") if scenario.is_file() else None
+        capture = folder / "capture.pcap"
+        return cls(tables, summary, text, source=scenario if text is not None else None,
+                   pcap=capture.absolute() if capture.is_file() else None)
+
     def __repr__(self) -> str:
         s = self.summary
         return (f"<fabricsim.Result {s['name']!r}: {s['flows']['finished']}/{s['flows']['total']} flows, "
@@ -205,6 +227,11 @@ class Result:
                 self._pcap_cleanup()  # the temporary capture is no longer needed
                 self._pcap_cleanup = None
         return out
+
+
+def load(folder: "os.PathLike[str] | str") -> Result:
+    """A saved run's :class:`Result` (see :meth:`Result.load`)."""
+    return Result.load(folder)
 
 
 class PlotWarning(UserWarning):
