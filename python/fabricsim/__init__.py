@@ -27,10 +27,10 @@ from ._core import ScenarioError, __version__
 _LAZY = {
     "run": "api", "validate": "api", "catalog": "api", "default_scenario": "api",
     "Result": "results", "PlotWarning": "results", "load": "results",
-    "sweep": "sweeps", "Sweep": "sweeps",
+    "sweep": "sweeps", "Sweep": "sweeps", "report": "reports",
 }
 
-__all__ = ["run", "validate", "catalog", "default_scenario", "load", "sweep", "Sweep", "Result",
+__all__ = ["run", "validate", "catalog", "default_scenario", "load", "sweep", "Sweep", "report", "Result",
            "ScenarioError", "PlotWarning", "__version__"]
 
 

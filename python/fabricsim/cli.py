@@ -1,4 +1,4 @@
-"""The ``fabricsim`` command: run, validate, list, bench, sweep."""
+"""The ``fabricsim`` command: run, validate, list, bench, sweep, report."""
 
 from __future__ import annotations
 
@@ -293,6 +293,20 @@ def _cmd_sweep(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_report(a: argparse.Namespace) -> int:
+    from .reports import ReportError, report
+
+    if a.folder == "":
+        return _fail("report: empty path; name a run's output folder or a sweep folder")
+    try:
+        path = report(a.folder, a.out)
+    except ReportError as e:
+        return _fail(str(e))
+    if not a.quiet:
+        print(path)
+    return 0
+
+
 def _jobs(text: str) -> int:
     return _int_in(1, 1024, "1 and 1024")(text)
 
@@ -353,6 +367,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--quiet", action="store_true", help="no progress line and no closing line")
     s.set_defaults(func=_cmd_sweep)
 
+    rp = sub.add_parser("report", help="write one self-contained HTML page about a run's or a sweep's folder")
+    rp.add_argument("folder", help="a run's output folder (fabricsim run) or a sweep folder (fabricsim sweep)")
+    rp.add_argument("--out", type=Path, help="HTML file to write (default: FOLDER/report.html)")
+    rp.add_argument("--quiet", action="store_true", help="do not print the page's path")
+    rp.set_defaults(func=_cmd_report)
     return p
 
 
