@@ -99,6 +99,14 @@ def test_a_sweep_gives_the_runs_of_its_points_and_a_rerun_skips_them(tmp_path):
     assert {k: v for k, v in after.items() if k in before} == before and len(after) == 12
     assert pd.read_parquet(out / "sweep.parquet").shape[0] == 12
 
+    # A point run by another build of the core is run again.
+    doc_path = out / "points" / sw.points[0].id / "point.json"
+    doc = json.loads(doc_path.read_text())
+    doc_path.write_text(json.dumps(dict(doc, build="0123456789abcdef")))
+    rebuilt = fabricsim.sweep(BASE, GRID, seeds=[1, 2, 3], out=out, jobs=2)
+    assert (rebuilt.ran, rebuilt.skipped) == (1, 11)
+    assert json.loads(doc_path.read_text()) == doc
+
 
 def test_the_table_is_the_same_on_any_number_of_workers(tmp_path):
     a = fabricsim.sweep(BASE, GRID, seeds=[3], out=tmp_path / "a", jobs=1)
@@ -115,6 +123,18 @@ def test_a_builder_function_as_the_base(tmp_path):
     t = sw.table
     assert t["hosts"].tolist() == [2, 3] and t["flows"].tolist() == [4, 6]
     assert json.loads((tmp_path / "b" / "sweep.json").read_text())["base"]["builder"].endswith("build")
+    # A grid that is not a product: its points as listed.
+    listed = [{"hosts": 2, "size": "50KB"}, {"hosts": 4, "size": "20KB"}]
+    sw = fabricsim.sweep(build, listed, out=tmp_path / "b", jobs=2)
+    assert (sw.ran, sw.skipped) == (1, 1)  # (2 hosts, 50KB) was run above
+    assert sw.table[["hosts", "size", "flows"]].values.tolist() == [[2, "50KB", 4], [4, "20KB", 8]]
+    # Seeds set the built scenario's seed (build takes none).
+    sw = fabricsim.sweep(build, listed, seeds=[5, 6], out=tmp_path / "b", jobs=2)
+    assert sw.ran == 4 and [p.scenario["seed"] for p in sw.points] == [5, 6, 5, 6]
+    assert sw.table["seed"].tolist() == [5, 6, 5, 6]
+    assert sw.result(1).summary["seed"] == 6
+    with pytest.raises(fabricsim.ScenarioError, match=r"grid\[1\]: every point must have the same keys"):
+        fabricsim.sweep(build, [{"hosts": 2, "size": "50KB"}, {"hosts": 4}], out=tmp_path / "c")
 
 
 def test_a_failing_point_is_recorded_and_the_sweep_goes_on(tmp_path):
@@ -281,3 +301,25 @@ def test_the_same_sweep_on_a_local_ray_cluster(tmp_path):
         for name in ("flows.parquet", "ports.parquet", "scenario.toml", "point.json"):
             assert (tmp_path / "ray" / "points" / p.id / name).read_bytes() == \
                 (tmp_path / "pool" / "points" / p.id / name).read_bytes()
+
+
+def test_the_example_sweep_is_valid():
+    from fabricsim.grid import validate_points
+    from fabricsim.sweeps import load_spec
+
+    spec = load_spec(Path(__file__).resolve().parent.parent / "examples" / "sweep" / "loss.toml")
+    pts = points(spec["base"], axes(spec["grid"], spec["zip"], spec["seeds"], where=spec["where"]), spec["where"])
+    assert len(pts) == 3 * 4 * 2 * 3
+    validate_points(pts, spec["where"])
+    assert spec["out"].name == "loss-sweep"
+
+
+def test_a_script_read_from_stdin_without_a_main_guard_can_sweep(tmp_path):
+    # multiprocessing's spawned workers would import the caller's main module again:
+    # from stdin they could not, and an unguarded script would sweep again in each.
+    script = (f"import fabricsim\n"
+              f"sw = fabricsim.sweep({BASE!r}, {{'workload.size': ['10KB', '20KB']}}, out={str(tmp_path / 'o')!r}, jobs=2)\n"
+              f"print(sw.ran, sw.failed)\n")
+    p = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["2", "0"]

@@ -33,6 +33,9 @@ class Axis:
 
     keys: Tuple[str, ...]
     values: List[Tuple[Any, ...]]
+    #: The seeds: they set the scenario's top-level ``seed`` (of a builder's scenario
+    #: too: they are not its argument).
+    seeds: bool = False
 
 
 def _number(v: Any) -> bool:
@@ -132,11 +135,11 @@ def _flatten(grid: Mapping[str, Any], prefix: str = "") -> Iterator[Tuple[str, A
             yield key, v
 
 
-def axes(grid: Optional[Mapping[str, Any]], zip: Sequence[Mapping[str, Any]] = (), seeds: Any = None,
-         *, named: bool = False, where: str = "sweep") -> List[Axis]:
-    """The sweep's axes, in order: every grid key, then each zipped group, then the seeds
-    (the last axis varies fastest). ``named`` keys are parameters of a builder function
-    rather than dotted scenario keys."""
+def axes(grid: Union[Mapping[str, Any], Sequence[Mapping[str, Any]], None], zip: Sequence[Mapping[str, Any]] = (),
+         seeds: Any = None, *, named: bool = False, where: str = "sweep") -> List[Axis]:
+    """The sweep's axes, in order: every grid key (or the grid's listed points, one axis),
+    then each zipped group, then the seeds (the last axis varies fastest). ``named`` keys
+    are parameters of a builder function rather than dotted scenario keys."""
     out: List[Axis] = []
     seen: Dict[str, str] = {}
 
@@ -147,8 +150,14 @@ def axes(grid: Optional[Mapping[str, Any]], zip: Sequence[Mapping[str, Any]] = (
             raise ScenarioError(f"{where}: {field_}: {key!r} is varied twice (also in {seen[key]})")
         seen[key] = field_
 
+    if isinstance(grid, (list, tuple)):
+        out.append(_listed(grid, named, where))
+        for k in out[0].keys:
+            add(k, "grid[0]")
+        grid = None
     if grid is not None and not isinstance(grid, Mapping):
-        raise ScenarioError(f"{where}: grid: expected a table of keys to their values, got {type(grid).__name__}")
+        raise ScenarioError(f"{where}: grid: expected a table of keys to their values, or a list of such "
+                            f"tables (points), got {type(grid).__name__}")
     for key, v in (_flatten(grid) if grid and not named else (grid or {}).items()):
         add(key, f"grid.{json.dumps(key)}")
         out.append(Axis((key,), [(x,) for x in _values(v, f"{where}: grid.{json.dumps(key)}")]))
@@ -177,7 +186,7 @@ def axes(grid: Optional[Mapping[str, Any]], zip: Sequence[Mapping[str, Any]] = (
         for s in values:
             if not isinstance(s, int) or isinstance(s, bool) or not 0 <= s < 2**63:
                 raise ScenarioError(f"{where}: seeds: expected integers between 0 and 2^63-1, got {s!r}")
-        out.append(Axis(("seed",), [(s,) for s in values]))
+        out.append(Axis(("seed",), [(s,) for s in values], seeds=True))
     if not out:
         raise ScenarioError(f"{where}: nothing to vary: the grid is empty and no seeds are given "
                             f"(give grid keys with lists of values or ranges, zipped keys, or seeds)")
@@ -185,6 +194,29 @@ def axes(grid: Optional[Mapping[str, Any]], zip: Sequence[Mapping[str, Any]] = (
 
 
 builtin_zip = zip
+
+
+def _listed(grid: Sequence[Any], named: bool, where: str) -> Axis:
+    """A grid given as a list of points (tables of the same keys), run as listed."""
+    if not grid:
+        raise ScenarioError(f"{where}: grid: empty list of points; give at least one")
+    keys: Optional[Tuple[str, ...]] = None
+    values = []
+    for i, point in enumerate(grid):
+        if not isinstance(point, Mapping) or not point:
+            raise ScenarioError(f"{where}: grid[{i}]: expected a table of keys to values, got {point!r}")
+        these = tuple(point)
+        if keys is None:
+            keys = these
+            if not named:
+                for k in keys:
+                    _check_key(k, f"{where}: grid[0]")
+        elif set(these) != set(keys):
+            raise ScenarioError(f"{where}: grid[{i}]: every point must have the same keys "
+                                f"(grid[0] has {', '.join(keys)}; this one {', '.join(these)})")
+        values.append(tuple(point[k] for k in keys))
+    assert keys is not None
+    return Axis(keys, values)
 
 
 # ---------------------------------------------------------------------------------------
@@ -300,10 +332,12 @@ def points(base: BaseLike, ax: List[Axis], where: str = "sweep") -> List[Point]:
     out = []
     for i, combo in enumerate(itertools.product(*(a.values for a in ax))):
         params: Dict[str, Any] = {}
+        kwargs: Dict[str, Any] = {}
         for a, values in builtin_zip(ax, combo):
             params.update(builtin_zip(a.keys, values))
+            if not a.seeds:
+                kwargs.update(builtin_zip(a.keys, values))
         if builder is not None:
-            kwargs = {k: v for k, v in params.items()}
             try:
                 sc = builder(**kwargs)
             except Exception as e:  # noqa: BLE001 - the builder's own error, named with the point
@@ -312,6 +346,8 @@ def points(base: BaseLike, ax: List[Axis], where: str = "sweep") -> List[Point]:
             if not isinstance(sc, Mapping):
                 raise ScenarioError(f"{where}: the builder returned {type(sc).__name__}, not a scenario dict")
             sc = _plain(sc, "")
+            if "seed" in params and "seed" not in kwargs:
+                sc["seed"] = params["seed"]
         else:
             sc = json.loads(json.dumps(template))
             for key, value in params.items():

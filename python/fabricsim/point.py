@@ -89,6 +89,26 @@ class Task:
     plots: bool
 
 
+_BUILD: Optional[str] = None
+
+
+def build_id() -> str:
+    """This installation's core: a hash of the compiled extension. A point run by
+    another build is run again (a change to the simulator changes results)."""
+    global _BUILD
+    if _BUILD is None:
+        import hashlib
+
+        from . import _core
+
+        digest = hashlib.sha256()
+        with open(_core.__file__, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+        _BUILD = digest.hexdigest()[:16]
+    return _BUILD
+
+
 def _write_point_json(folder: Path, doc: Dict[str, Any]) -> None:
     with open(folder / "point.json", "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=2, sort_keys=True, allow_nan=False)
@@ -124,7 +144,7 @@ def run_task(task: Task) -> Tuple[str, Any]:
     try:
         result = run(json.loads(task.scenario))
         row = figures(result)
-        doc = {"id": task.id, "status": "ok", "figures": row, "fabricsim": __version__}
+        doc = {"id": task.id, "status": "ok", "figures": row, "fabricsim": __version__, "build": build_id()}
         if task.dest is None:
             with tempfile.TemporaryDirectory(prefix="fabricsim-point-") as tmp:
                 folder = result.save(Path(tmp) / task.id, plots=task.plots)
@@ -152,7 +172,8 @@ def record_failure(dest: Path, task_id: str, error: str) -> None:
     staging = _staging(dest)
     try:
         staging.mkdir()
-        _write_point_json(staging, {"id": task_id, "status": "failed", "error": error, "fabricsim": __version__})
+        _write_point_json(staging, {"id": task_id, "status": "failed", "error": error, "fabricsim": __version__,
+                                    "build": build_id()})
         _install(staging, dest)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

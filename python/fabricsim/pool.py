@@ -4,22 +4,29 @@ Both take a list of :class:`~fabricsim.point.Task` and report each as it ends th
 ``done(index, status, payload)`` (see :func:`fabricsim.point.run_task`), in whatever order
 the points finish; the sweep puts the rows back in point order.
 
-The local pool is our own rather than ``concurrent.futures``: a worker that dies (the
-kernel's OOM killer, a crash in the core) or overruns the time limit fails only the
-point it was running, which is known exactly, and is replaced; ``ProcessPoolExecutor``
-would break the whole pool and fail every pending point with it. Workers ignore Ctrl-C,
-so a terminal's interrupt reaches only the sweep, which stops them; a point never
-counts as failed because the user interrupted the sweep.
+The local pool is our own rather than ``concurrent.futures`` or ``multiprocessing``:
+- a worker that dies (the kernel's OOM killer, a crash in the core) or overruns the
+  time limit fails only the point it was running, which is known exactly, and is
+  replaced; ``ProcessPoolExecutor`` would break the whole pool and fail every pending
+  point with it;
+- a worker is a fresh interpreter running ``fabricsim.pool`` (not a fork of this
+  process, which may hold Arrow's or Ray's threads), and never imports the caller's
+  main module as ``multiprocessing``'s spawn and forkserver do: a script calling
+  ``fabricsim.sweep`` needs no ``if __name__ == "__main__"`` guard, and a program
+  read from stdin works;
+- workers ignore Ctrl-C, so a terminal's interrupt reaches only the sweep, which stops
+  them: a point never counts as failed because the user interrupted the sweep.
 """
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections import deque
-from multiprocessing.connection import wait
+from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
 from ._core import ScenarioError
@@ -30,6 +37,15 @@ Done = Callable[[int, str, Any], None]
 #: How often the caller's ``tick`` runs while points are under way (progress bar).
 TICK_SECONDS = 0.5
 
+#: A worker's first lines: Ctrl-C ignored before anything else, this process's module
+#: search path, then the task loop. Arguments: the task and result pipes' descriptors.
+_BOOT = ("import signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+         "from multiprocessing.connection import Connection\n"
+         "tasks = Connection(int(sys.argv[1]), writable=False); results = Connection(int(sys.argv[2]), readable=False)\n"
+         "sys.path[:] = tasks.recv()\n"
+         "from fabricsim.pool import serve\n"
+         "serve(tasks, results)\n")
+
 
 def default_jobs() -> int:
     """One worker per core this process may run on."""
@@ -39,42 +55,62 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _worker_main(conn) -> None:
-    """A worker process: runs the tasks it is sent until it is sent None."""
-    # The terminal's Ctrl-C goes to the whole process group; the sweep decides.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def serve(tasks: Connection, results: Connection) -> None:
+    """A worker process: runs the tasks it is sent until it is sent None or the sweep
+    goes away."""
     while True:
         try:
-            task = conn.recv()
+            task = tasks.recv()
         except (EOFError, OSError):
-            return  # the sweep has gone
+            return
         if task is None:
             return
-        conn.send(run_task(task))
+        try:
+            results.send(run_task(task))
+        except OSError:
+            return
 
 
 class _Worker:
-    def __init__(self, ctx) -> None:
-        self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_main, args=(child,), daemon=True, name="fabricsim-sweep-worker")
-        self.proc.start()
-        child.close()
+    def __init__(self) -> None:
+        task_r, task_w = os.pipe()
+        result_r, result_w = os.pipe()
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-c", _BOOT, str(task_r), str(result_w)],
+                                         pass_fds=(task_r, result_w), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        except BaseException:
+            for fd in (task_r, task_w, result_r, result_w):
+                os.close(fd)
+            raise
+        os.close(task_r)
+        os.close(result_w)
+        self.tasks = Connection(task_w, readable=False)
+        self.results = Connection(result_r, writable=False)
         self.task: Optional[int] = None
         self.started = 0.0
+        self.send(list(sys.path))
+
+    def send(self, obj: Any) -> bool:
+        """Sends a message; False if the worker has gone."""
+        try:
+            self.tasks.send(obj)
+            return True
+        except OSError:
+            return False
 
     def stop(self) -> None:
         """Ends the worker: asks an idle one to leave, kills a busy one (its point's
         folder is not in place until it is complete, so nothing half-written stays)."""
-        try:
-            if self.task is None and self.proc.is_alive():
-                self.conn.send(None)
-                self.proc.join(2)
-        except OSError:
-            pass
-        if self.proc.is_alive():
+        if self.task is None and self.proc.poll() is None and self.send(None):
+            try:
+                self.proc.wait(2)
+            except subprocess.TimeoutExpired:
+                pass
+        if self.proc.poll() is None:
             self.proc.kill()
-        self.proc.join(5)
-        self.conn.close()
+        self.proc.wait()
+        self.tasks.close()
+        self.results.close()
 
 
 def _death(exitcode: Optional[int]) -> str:
@@ -91,37 +127,35 @@ def _death(exitcode: Optional[int]) -> str:
 def run_pool(tasks: List[Task], jobs: int, done: Done, *, timeout: Optional[float] = None,
              tick: Callable[[], None] = lambda: None) -> None:
     """Runs ``tasks`` on ``jobs`` worker processes, one point at a time each."""
-    # Spawned workers start clean: forking a process that holds Arrow's or Ray's threads
-    # is unsafe. Each pays its imports once (about half a second), not per point.
-    ctx = mp.get_context("spawn")
     queue: Deque[int] = deque(range(len(tasks)))
     workers: List[_Worker] = []
     try:
         while queue or any(w.task is not None for w in workers):
             while len(workers) < min(jobs, len(queue) + sum(w.task is not None for w in workers)):
-                workers.append(_Worker(ctx))
+                workers.append(_Worker())
             for w in workers:
                 if w.task is None and queue:
                     w.task = queue.popleft()
                     w.started = time.monotonic()
-                    w.conn.send(tasks[w.task])
+                    # A worker that died before taking it shows as a death below.
+                    w.send(tasks[w.task])
             busy = [w for w in workers if w.task is not None]
             wait_for = TICK_SECONDS
             if timeout is not None:
                 now = time.monotonic()
                 wait_for = max(0.0, min([wait_for] + [w.started + timeout - now for w in busy]))
-            wait([w.conn for w in busy] + [w.proc.sentinel for w in busy], wait_for)
+            # A worker's result pipe is readable when it has answered or has died (EOF).
+            wait([w.results for w in busy], wait_for)
             for w in busy:
                 outcome: Optional[Tuple[str, Any]] = None
                 gone = False
                 try:
-                    if w.conn.poll():
-                        outcome = w.conn.recv()
+                    if w.results.poll():
+                        outcome = w.results.recv()
                 except (EOFError, OSError):
                     gone = True
-                if outcome is None and (gone or not w.proc.is_alive()):
-                    w.proc.join(1)
-                    outcome = ("failed", _death(w.proc.exitcode))
+                if outcome is None and (gone or w.proc.poll() is not None):
+                    outcome = ("failed", _death(w.proc.wait()))
                     gone = True
                 if outcome is None and timeout is not None and time.monotonic() - w.started > timeout:
                     w.proc.kill()

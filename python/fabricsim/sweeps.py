@@ -36,7 +36,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from ._core import ScenarioError
 from .grid import Axis, BaseLike, Point, axes, loads_toml, points, validate_points
-from .point import Task, figure_columns, point_state, record_failure, write_files
+from .point import Task, build_id, figure_columns, point_state, record_failure, write_files
 
 #: Keys a sweep file may have.
 SPEC_KEYS = ("base", "grid", "zip", "seeds", "out")
@@ -162,8 +162,9 @@ def load_spec(path: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
 
 
 def _done(folder: Path) -> bool:
+    """Whether a point's folder holds its results, from this build of the core."""
     state = point_state(folder)
-    return state is not None and state["status"] == "ok"
+    return state is not None and state["status"] == "ok" and state.get("build") == build_id()
 
 
 def _out_problem(out: Path) -> Optional[str]:
@@ -307,7 +308,7 @@ def table(pts: Sequence[Point], states: Sequence[Optional[Dict[str, Any]]]):
     return pd.DataFrame(cols)
 
 
-def sweep(base: BaseLike, grid: Optional[Mapping[str, Any]] = None, *, zip: Sequence[Mapping[str, Any]] = (),
+def sweep(base: BaseLike, grid: Union[Mapping[str, Any], Sequence[Mapping[str, Any]], None] = None, *, zip: Sequence[Mapping[str, Any]] = (),
           seeds: Any = None, out: Union[str, "os.PathLike[str]", None] = None, jobs: Optional[int] = None,
           ray: Union[None, bool, str] = None, timeout: Optional[float] = None, plots: bool = False,
           progress: Optional[bool] = None, where: str = "sweep") -> Sweep:
@@ -319,8 +320,11 @@ def sweep(base: BaseLike, grid: Optional[Mapping[str, Any]] = None, *, zip: Sequ
     arguments (the grid's keys are then its parameters' names). A grid value is a list,
     a range table (``{"from": 0, "to": 0.03, "step": 0.01}``, or ``"times": 2`` for a
     geometric range; ``"unit": "KB"`` appends a unit), a Python ``range`` or a numpy
-    array. ``zip`` is a list of tables of equally long lists whose values move together;
-    ``seeds`` (a list or range) set the scenario's seed. The first axis varies slowest,
+    array. The grid may also be a list of points, tables of the same keys, run as
+    listed (irregular grids). ``zip`` is a list of tables of equally long lists whose
+    values move together;
+    ``seeds`` (a list or range) set the scenario's seed (also a builder's scenario:
+    they are not passed to it; to pass one, vary ``seed`` in the grid). The first axis varies slowest,
     the seeds fastest. Every point is checked before anything runs (a bad one raises
     :class:`ScenarioError` naming its key and values).
 
