@@ -39,3 +39,13 @@ def test_every_output_column_is_documented(tmp_path):
             assert f"`{col}`" in text, f"column {col} of {name} is not documented in the README"
     for key in r.summary:
         assert f"`{key}`" in text, f"summary key {key} is not documented in the README"
+
+
+def test_the_sweep_table_and_the_example_sweep_are_documented():
+    from fabricsim.point import figure_columns
+
+    text = README.read_text()
+    for col in ["point", "status", "error"] + figure_columns():
+        assert f"`{col}`" in text, f"sweep.parquet column {col} is not documented in the README"
+    example = (README.parent / "examples" / "sweep" / "loss.toml").read_text()
+    assert example in text, "the README quotes examples/sweep/loss.toml as it is"

@@ -203,3 +203,14 @@ def test_report_refuses_what_is_not_a_run_or_a_sweep(tmp_path):
         assert p.returncode == 2 and needle in p.stderr and "Traceback" not in p.stderr, p.stderr
         assert p.stderr.count("\n") == 1
     assert list((tmp_path / "empty").iterdir()) == []
+
+
+def test_without_port_sampling_the_fabric_is_drawn_for_the_whole_run(tmp_path):
+    sc = dict(FAULTY, output={"sample_interval": "0us", "plots": False})
+    r = fabricsim.run(sc)
+    data = view_data(_core.layout(r.scenario_text), r, sample_interval_ns(r))
+    assert len(data["frames"]) == len(data["util"]) == len(data["down"]) == 1
+    link = [(c[2], c[3]) for c in data["cables"]].index(("leaf[0].up[0]", "spine[0].down[0]"))
+    assert data["down"][0] == [link] and data["util"][0] == [0] * 12
+    r.save(tmp_path / "o")
+    assert "fabric-data" in fabricsim.report(tmp_path / "o").read_text()

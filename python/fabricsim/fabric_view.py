@@ -186,7 +186,9 @@ def _states(faults, ports, cable_of, nodes, bounds) -> Tuple[List[List[int]], Li
     out_down, out_nodes, out_deg = [], [], []
     ever_down, ever_nodes, ever_deg = set(), set(), {}
     j = 0
-    for start, end in bounds[1:] if len(bounds) > 1 else []:
+    # Without sampling there are no steps: the whole run is the only one.
+    steps = bounds[1:] or bounds[:1]
+    for _, end in steps:
         now_down = {c for c, v in cable_down.items() if v}
         now_nodes = {n for n, v in node_dn.items() if v}
         while j < len(rows) and rows[j][0] <= end:
@@ -215,6 +217,8 @@ def _states(faults, ports, cable_of, nodes, bounds) -> Tuple[List[List[int]], Li
         ever_down |= now_down
         ever_nodes |= now_nodes
         ever_deg.update({c: text for c, text in now_deg})
+    if len(bounds) == 1:
+        out_down, out_nodes, out_deg = [], [], []
     return ([sorted(ever_down)] + out_down, [sorted(ever_nodes)] + out_nodes,
             [[[c, t] for c, t in sorted(ever_deg.items())]] + out_deg)
 

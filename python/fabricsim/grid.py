@@ -73,6 +73,8 @@ def expand_range(spec: Mapping[str, Any], where: str) -> List[Any]:
         if not step > 0:
             raise ScenarioError(f"{where}: range step must be above 0, got {step}")
         n = int(math.floor((hi - lo) / step * (1 + 1e-12) + 1e-9)) + 1
+        if n > MAX_POINTS:
+            raise ScenarioError(f"{where}: the range has {n:,} values (at most {MAX_POINTS:,})")
         exact = all(isinstance(x, int) for x in (lo, hi, step))
         out = [lo + i * step if exact else _clean(lo + i * step) for i in range(n)]
     else:
@@ -86,8 +88,8 @@ def expand_range(spec: Mapping[str, Any], where: str) -> List[Any]:
         while v <= hi * (1 + 1e-9):
             out.append(v if exact else _clean(v))
             v = v * times
-    if len(out) > MAX_POINTS:
-        raise ScenarioError(f"{where}: the range has {len(out)} values (at most {MAX_POINTS})")
+            if len(out) > MAX_POINTS:
+                raise ScenarioError(f"{where}: the range has more than {MAX_POINTS:,} values")
     if unit is not None:
         out = [f"{x:g}{unit}" for x in out]
     return out
@@ -327,6 +329,10 @@ def points(base: BaseLike, ax: List[Axis], where: str = "sweep") -> List[Point]:
     varying slowest."""
     from .api import _plain
 
+    total = math.prod(len(a.values) for a in ax)
+    if total > MAX_POINTS:
+        sizes = " x ".join(f"{len(a.values)} ({', '.join(a.keys)})" for a in ax)
+        raise ScenarioError(f"{where}: the grid has {total:,} points ({sizes}); at most {MAX_POINTS:,}")
     builder = base if callable(base) and not isinstance(base, Mapping) else None
     template = None if builder is not None else _base_dict(base, where)
     out = []
@@ -360,7 +366,7 @@ def points(base: BaseLike, ax: List[Axis], where: str = "sweep") -> List[Point]:
 
 
 def _show(params: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k} = {json.dumps(v)}" for k, v in params.items())
+    return ", ".join(f"{k} = {json.dumps(v, default=str)}" for k, v in params.items())
 
 
 def _normal(key: str) -> str:

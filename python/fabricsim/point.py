@@ -10,6 +10,7 @@ removes.
 from __future__ import annotations
 
 import json
+import math
 import os
 import secrets
 import shutil
@@ -74,7 +75,8 @@ def figures(result: Any) -> Dict[str, Any]:
     for col, src, how in COLLECTIVE_FIGURES:
         x = coll[src].dropna().to_numpy(dtype=float) if len(coll) else np.array([])
         row[col] = None if not len(x) else float(x.max() if how == "max" else x.min())
-    return row
+    # JSON (point.json) has no NaN or infinity: a figure that is not a number is none.
+    return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in row.items()}
 
 
 @dataclass

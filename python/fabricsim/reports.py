@@ -15,11 +15,14 @@ import base64
 import html
 import json
 import math
+import numbers
 import os
 import secrets
 import tempfile
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
 
 #: Rows of a table shown in full; longer tables show their first rows and say so.
 MAX_ROWS = 500
@@ -121,12 +124,13 @@ def _cell(v: Any) -> Tuple[str, bool]:
             return "", False
     except ImportError:  # pragma: no cover
         pass
-    if isinstance(v, bool):
-        return str(v).lower(), True
-    if isinstance(v, float):
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v)).lower(), True
+    if isinstance(v, numbers.Integral):
+        return f"{int(v):,}", False
+    if isinstance(v, numbers.Real):
+        v = float(v)
         return (f"{v:.4g}" if abs(v) < 1e6 else f"{v:.6g}"), False
-    if isinstance(v, int):
-        return f"{v:,}", False
     return str(v), True
 
 
@@ -258,8 +262,8 @@ SWEEP_FIGURES = (
     ("ev_retirements", "EV retirements", 1.0),
 )
 
-#: Lines per plot at most (one per combination of the other parameters); beyond, the
-#: points are pooled over them.
+#: Lines per plot at most (one per combination of some of the other parameters); the
+#: points are pooled over the parameters left out.
 MAX_LINES = 6
 
 
@@ -291,7 +295,9 @@ def sweep_plots(doc: Dict[str, Any], df) -> List[Tuple[str, str]]:
     plt = _pyplot()
     points = doc["points"]
     params = [k for a in doc["axes"] for k in a["keys"]]
-    varied = [k for k in params if k != "seed" and len({_key(p["params"].get(k)) for p in points}) > 1]
+    # Zipped keys move together: drawn against the first, named with the others.
+    together = {a["keys"][0]: a["keys"][1:] for a in doc["axes"]}
+    varied = [k for k in together if k != "seed" and len({_key(p["params"].get(k)) for p in points}) > 1]
     ok = (df["status"] == "ok").to_numpy()
     out = []
     for col, label, scale in SWEEP_FIGURES:
@@ -310,14 +316,19 @@ def sweep_plots(doc: Dict[str, Any], df) -> List[Tuple[str, str]]:
                     order.append(v)
             xs, ticks, log = _axis_values(order)
             pos = {_key(v): x for v, x in zip(order, xs)}
-            others = [k for k in varied if k != p]
+            # One line per combination of the other parameters, those with the fewest
+            # values first while there are at most MAX_LINES lines; the rest pooled.
+            others = sorted((k for k in varied if k != p), key=lambda k: len({_key(pt["params"].get(k)) for pt in points}))
+            lines: List[str] = []
+            for k in others:
+                if math.prod(len({_key(pt["params"].get(x)) for pt in points}) for x in lines + [k]) > MAX_LINES:
+                    break
+                lines.append(k)
+            pooled = [k for k in others if k not in lines]
             combos: Dict[str, List[int]] = {}
             for i, pt in enumerate(points):
-                c = ", ".join(f"{k} = {_label(pt['params'].get(k))}" for k in others)
+                c = ", ".join(f"{k} = {_label(pt['params'].get(k))}" for k in lines)
                 combos.setdefault(c, []).append(i)
-            pooled = len(combos) > MAX_LINES
-            if pooled:
-                combos = {"": list(range(len(points)))}
             fig, ax = plt.subplots(figsize=(5.4, 3.4))
             try:
                 drawn = False
@@ -344,14 +355,16 @@ def sweep_plots(doc: Dict[str, Any], df) -> List[Tuple[str, str]]:
                         t.set_parse_math(False)
                 elif log:
                     ax.set_xscale("log")
+                elif len(xs) <= 8:
+                    ax.set_xticks(xs)
                 else:
                     from matplotlib.ticker import MaxNLocator
 
                     ax.xaxis.set_major_locator(MaxNLocator(6))
-                ax.set_xlabel(p, **LITERAL)
+                ax.set_xlabel(p + (f" (with {', '.join(together[p])})" if together[p] else ""), **LITERAL)
                 ax.set_ylabel(label)
                 ax.grid(alpha=0.3)
-                if not pooled and len(combos) > 1:
+                if len(combos) > 1:
                     leg = ax.legend(fontsize=7)
                     for t in leg.get_texts():
                         t.set_parse_math(False)
@@ -362,8 +375,9 @@ def sweep_plots(doc: Dict[str, Any], df) -> List[Tuple[str, str]]:
                     src = _png(png)
             finally:
                 plt.close(fig)
-            bars = "mean over seeds, bars from the lowest to the highest seed" if "seed" in params else "one run per point"
-            caption = f"{label} against {p} ({bars}" + ("; pooled over the other parameters)" if pooled else ")")
+            over = (["seeds"] if "seed" in params else []) + pooled
+            caption = (f"{label} against {p} (mean over {' and '.join(over)}, bars from the lowest to the highest)"
+                       if over else f"{label} against {p} (one run per point)")
             out.append((src, caption))
     return out
 

@@ -308,8 +308,8 @@ def table(pts: Sequence[Point], states: Sequence[Optional[Dict[str, Any]]]):
     return pd.DataFrame(cols)
 
 
-def sweep(base: BaseLike, grid: Union[Mapping[str, Any], Sequence[Mapping[str, Any]], None] = None, *, zip: Sequence[Mapping[str, Any]] = (),
-          seeds: Any = None, out: Union[str, "os.PathLike[str]", None] = None, jobs: Optional[int] = None,
+def sweep(base: BaseLike, grid: Union[Mapping[str, Any], Sequence[Mapping[str, Any]], None] = None, *,
+          zip: Sequence[Mapping[str, Any]] = (), seeds: Any = None, out: Union[str, "os.PathLike[str]", None] = None, jobs: Optional[int] = None,
           ray: Union[None, bool, str] = None, timeout: Optional[float] = None, plots: bool = False,
           progress: Optional[bool] = None, where: str = "sweep") -> Sweep:
     """Runs every point of a grid over a base scenario and writes the sweep folder.
@@ -322,11 +322,11 @@ def sweep(base: BaseLike, grid: Union[Mapping[str, Any], Sequence[Mapping[str, A
     geometric range; ``"unit": "KB"`` appends a unit), a Python ``range`` or a numpy
     array. The grid may also be a list of points, tables of the same keys, run as
     listed (irregular grids). ``zip`` is a list of tables of equally long lists whose
-    values move together;
-    ``seeds`` (a list or range) set the scenario's seed (also a builder's scenario:
-    they are not passed to it; to pass one, vary ``seed`` in the grid). The first axis varies slowest,
-    the seeds fastest. Every point is checked before anything runs (a bad one raises
-    :class:`ScenarioError` naming its key and values).
+    values move together. ``seeds`` (a list or range) set the scenario's seed (a
+    builder's scenario's too: they are not passed to it; to pass one, vary ``seed`` in
+    the grid). The first axis varies slowest, the seeds fastest. Every point is checked
+    before anything runs (a bad one raises :class:`ScenarioError` naming its key and
+    values).
 
     ``out`` is the sweep folder (default ``fabricsim-out/sweep-<hash of its points>``);
     points already there are not run again. ``jobs`` worker processes run the points
