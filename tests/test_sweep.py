@@ -323,3 +323,16 @@ def test_a_script_read_from_stdin_without_a_main_guard_can_sweep(tmp_path):
     p = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == ["2", "0"]
+
+
+def test_ray_asked_for_where_it_is_not_installed(tmp_path):
+    (tmp_path / "base.toml").write_text(SMALL)
+    spec = tmp_path / "s.toml"
+    spec.write_text('base = "base.toml"\nseeds = [1, 2]\n')
+    code = ("import sys; sys.modules['ray'] = None\n"  # as if Ray were not installed
+            "from fabricsim.cli import main\n"
+            f"sys.exit(main(['sweep', {str(spec)!r}, '--ray', 'auto', '--out', {str(tmp_path / 'o')!r}]))\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode == 2, p.stderr
+    assert "--ray auto: Ray is not installed in this Python; install it with pip install 'fabricsim[ray]'" in p.stderr
+    assert "Traceback" not in p.stderr and not (tmp_path / "o").exists()

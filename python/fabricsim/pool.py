@@ -191,30 +191,38 @@ def ray_address_problem(address: str) -> Optional[str]:
     return None
 
 
-def run_ray(tasks: List[Task], address: str, done: Done, *, timeout: Optional[float] = None,
-            tick: Callable[[], None] = lambda: None) -> None:
-    """Runs ``tasks`` as Ray tasks of one CPU each. ``address`` is "auto" (the cluster
+def ray_connect(address: str) -> bool:
+    """Connects this process to the Ray cluster ``address`` names: "auto" (the cluster
     this machine belongs to), "local" (start Ray here for this sweep), or a cluster's
     address ("ray://head:10001", "head:6379"). If Ray is already initialised in this
-    process (``ray.init`` called by the user), that cluster is used as it is."""
+    process (``ray.init`` called by the user), that cluster is used as it is. Returns
+    whether the connection is this sweep's own, to close when it ends."""
     problem = ray_address_problem(address)
     if problem:
         raise ScenarioError(problem)
     import ray
+
+    if ray.is_initialized():
+        return False
+    try:
+        if address == "local":
+            ray.init(include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+        else:
+            ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ScenarioError(f"--ray {address}: cannot connect to a Ray cluster ({first}); start one with "
+                            f"`ray start --head`, give its address, or use --ray local") from None
+    return True
+
+
+def run_ray(tasks: List[Task], own: bool, done: Done, *, timeout: Optional[float] = None,
+            tick: Callable[[], None] = lambda: None) -> None:
+    """Runs ``tasks`` as Ray tasks of one CPU each on the cluster :func:`ray_connect`
+    connected to, and disconnects if the connection is ``own``."""
+    import ray
     from ray.exceptions import RayError
 
-    own = False
-    if not ray.is_initialized():
-        try:
-            if address == "local":
-                ray.init(include_dashboard=False, logging_level="ERROR", log_to_driver=False)
-            else:
-                ray.init(address=address, logging_level="ERROR", log_to_driver=False)
-        except (ConnectionError, RuntimeError, ValueError) as e:
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise ScenarioError(f"--ray {address}: cannot connect to a Ray cluster ({first}); start one with "
-                                f"`ray start --head`, give its address, or use --ray local") from None
-        own = True
     try:
         remote = ray.remote(num_cpus=1, max_retries=0)(_ray_task)
         # As many tasks in flight as the cluster has CPUs: each starts when submitted, so

@@ -371,8 +371,20 @@ def sweep(base: BaseLike, grid: Union[Mapping[str, Any], Sequence[Mapping[str, A
     # Checked before the folder is made: a bad sweep leaves nothing behind.
     done = [_done(folder / p.id) for p in pts]
     validate_points(pts, where, skip=done)
-    out.mkdir(parents=True, exist_ok=True)
-    lock = _Lock(out)
+    own_ray = False
+    if address is not None:
+        from .pool import ray_connect
+
+        own_ray = ray_connect(address)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        lock = _Lock(out)
+    except BaseException:
+        if own_ray:
+            import ray as ray_
+
+            ray_.shutdown()
+        raise
     try:
         folder.mkdir(exist_ok=True)
         # What a killed worker or sweep left half-written (never a finished point).
@@ -418,7 +430,9 @@ def sweep(base: BaseLike, grid: Union[Mapping[str, Any], Sequence[Mapping[str, A
                 else:
                     from .pool import run_ray
 
-                    run_ray(tasks, address, finished, timeout=timeout, tick=bar.draw)
+                    # run_ray closes the connection it is handed.
+                    handed, own_ray = own_ray, False
+                    run_ray(tasks, handed, finished, timeout=timeout, tick=bar.draw)
             finally:
                 if bar.show and bar.last:
                     bar.draw(final=True)
@@ -427,6 +441,10 @@ def sweep(base: BaseLike, grid: Union[Mapping[str, Any], Sequence[Mapping[str, A
         _write_atomic(out / "sweep.parquet", lambda tmp: frame.to_parquet(tmp, index=False))
     finally:
         lock.release()
+        if own_ray:  # nothing was left to run on it
+            import ray as ray_
+
+            ray_.shutdown()
     return Sweep(out, pts, ran=bar.ok + bar.failed, skipped=skipped, failed=bar.failed)
 
 
