@@ -195,9 +195,12 @@ def test_the_fabric_view_figures(faulty_run):
 
 def test_report_refuses_what_is_not_a_run_or_a_sweep(tmp_path):
     (tmp_path / "empty").mkdir()
+    (tmp_path / "unfinished").mkdir()
+    (tmp_path / "unfinished" / "sweep.json").write_text("{}")
     for target, needle in [
         (tmp_path / "empty", "is neither a run's output folder (summary.json and flows.parquet"),
         (tmp_path / "none", "is not a folder"),
+        (tmp_path / "unfinished", "has not finished (no sweep.parquet yet): run the same fabricsim sweep again"),
     ]:
         p = cli("report", str(target))
         assert p.returncode == 2 and needle in p.stderr and "Traceback" not in p.stderr, p.stderr

@@ -10,6 +10,7 @@
 
     sw = fabricsim.sweep("scenario.toml", {"fabric.link_loss": [0, 0.01]}, seeds=[1, 2], out="sw")
     sw.table       # pandas DataFrame (sweep.parquet), one row per point
+    fabricsim.report("sw")                  # sw/report.html: one self-contained page
 
 Scenario errors raise :class:`ScenarioError` (a ``ValueError``) whose message names the
 key and the allowed values, exactly as the command line prints it. A plot matplotlib

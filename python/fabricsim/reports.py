@@ -49,6 +49,9 @@ def report(folder: Union[str, "os.PathLike[str]"], out: Union[str, "os.PathLike[
         raise ReportError(f"report: {folder} is not a folder; name a run's output folder (fabricsim run --out) "
                           f"or a sweep folder (fabricsim sweep)")
     kind = kind_of(folder)
+    if kind is None and (folder / "sweep.json").is_file():
+        raise ReportError(f"report: the sweep in {folder} has not finished (no sweep.parquet yet): run the same "
+                          f"fabricsim sweep again to complete it, then report")
     if kind is None:
         raise ReportError(f"report: {folder} is neither a run's output folder (summary.json and flows.parquet, as "
                           f"fabricsim run writes) nor a sweep folder (sweep.json and sweep.parquet, as fabricsim "
