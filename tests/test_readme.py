@@ -52,3 +52,13 @@ def test_the_paper_notes_name_the_papers_relative_to_the_repository():
     seeds = README.parent.parent / "shared" / "seeds"
     if seeds.is_dir():  # beside the repository (a developer's or CI's machine)
         assert not [n for n in named if not (seeds / n).is_file()], sorted(named)
+
+
+def test_the_sweep_table_and_the_example_sweep_are_documented():
+    from fabricsim.point import figure_columns
+
+    text = README.read_text()
+    for col in ["point", "status", "error"] + figure_columns():
+        assert f"`{col}`" in text, f"sweep.parquet column {col} is not documented in the README"
+    example = (README.parent / "examples" / "sweep" / "loss.toml").read_text()
+    assert example in text, "the README quotes examples/sweep/loss.toml as it is"

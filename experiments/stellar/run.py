@@ -1,53 +1,63 @@
 """Runs the larger versions of STELLAR's multipath experiments (paper section 7.2) and
 writes one CSV per figure into ``results/`` beside this script.
 
-    python experiments/stellar/run.py                 # everything, about 5 minutes
+    python experiments/stellar/run.py                 # everything, about 5 minutes on 1 core
     python experiments/stellar/run.py imbalance drop  # some of: imbalance drop allreduce algos background placement startup
+    python experiments/stellar/run.py --jobs 1        # on one core (default: every core)
 
 The scenarios come from ``fabricsim.papers.stellar``, the same builders the trend tests
-(``tests/test_trends_stellar.py``) run at small scale. Runs are sequential (one core).
+(``tests/test_trends_stellar.py``) run at small scale. Each experiment's runs are
+sweeps (``fabricsim.sweep``: every core, resumable) whose point folders stay in
+``results/sweeps/``; running an experiment again reads them back instead of running
+them (delete that folder after changing fabricsim).
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, List
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import pandas as pd
 
-import fabricsim
 from fabricsim.papers import stellar
-from fabricsim.papers.common import quiet
+from fabricsim.papers.common import sweep_runs
+from fabricsim.results import Result
 
 OUT = Path(__file__).resolve().parent / "results"
 
 #: Random drop rates of the Fig. 11 sweep (the paper shows 1 % and 3 %).
 LOSSES = (0.0, 0.005, 0.01, 0.02, 0.03, 0.05)
 
+#: Worker processes of the sweeps (None: one per core); set by --jobs.
+JOBS: Optional[int] = None
 
-def run(sc):
-    return fabricsim.run(quiet(sc))
+
+def runs(name: str, build, points: Sequence[Dict[str, Any]]) -> Iterator[Tuple[Dict[str, Any], Result]]:
+    """``build(**p)`` for every ``p`` of ``points``, run as the sweep ``results/sweeps/<name>``:
+    each point's parameters and Result, in order."""
+    return sweep_runs(build, points, OUT / "sweeps" / name, jobs=JOBS)
 
 
 def imbalance() -> pd.DataFrame:
     """Fig. 12: ToR uplink imbalance against paths on fat-trees (k=8: 4 uplinks per ToR,
     5 seeds, OBS and RR; k=16: 8 uplinks per ToR, 3 seeds, OBS), 2 MB permutation,
     beside the balls-into-bins imbalance of pure hashing for the same flows."""
+    points = [{"paths": paths, "k": k, "size": "2MB", "seed": seed, "algo": algo}
+              for k, seeds, algos in ((8, range(1, 6), ("obs", "rr")), (16, range(1, 4), ("obs",)))
+              for algo in algos for paths in stellar.PATHS if not (paths == 1 and algo != algos[0]) for seed in seeds]
+    last_seed = {8: 5, 16: 3}
     out: List[Dict] = []
-    for k, seeds, algos in ((8, range(1, 6), ("obs", "rr")), (16, range(1, 4), ("obs",))):
-        for algo in algos:
-            for paths in stellar.PATHS:
-                if paths == 1 and algo != algos[0]:
-                    continue
-                for seed in seeds:
-                    r = run(stellar.fat_tree_permutation(paths, k=k, size="2MB", seed=seed, algo=algo))
-                    out.append({"k": k, "algo": "single" if paths == 1 else algo, "paths": paths, "seed": seed,
-                                "imbalance": stellar.imbalance(r, uplinks=k // 2),
-                                "hash_model": stellar.hash_imbalance(r.flows, k // 2, k // 2, paths, draws=100 if k == 8 else 20),
-                                **stellar.summary_row(r)})
-                print(f"  imbalance k={k} {algo} {paths}: {out[-1]['imbalance']:.3f}", flush=True)
+    for p, r in runs("imbalance", stellar.fat_tree_permutation, points):
+        k, paths, algo = p["k"], p["paths"], p["algo"]
+        out.append({"k": k, "algo": "single" if paths == 1 else algo, "paths": paths, "seed": p["seed"],
+                    "imbalance": stellar.imbalance(r, uplinks=k // 2),
+                    "hash_model": stellar.hash_imbalance(r.flows, k // 2, k // 2, paths, draws=100 if k == 8 else 20),
+                    **stellar.summary_row(r)})
+        if p["seed"] == last_seed[k]:
+            print(f"  imbalance k={k} {algo} {paths}: {out[-1]['imbalance']:.3f}", flush=True)
     return pd.DataFrame(out)
 
 
@@ -56,23 +66,37 @@ def drop() -> pd.DataFrame:
     loss on one leaf uplink cable: the one a single-path flow has to itself ("solo"),
     or the busiest one ("busiest", usually an ECMP collision). Worst per-flow FCT ratio
     against the same run without loss."""
+    seeds = range(1, 6)
+    links = {}
+    for p, probe in runs("drop-probe", stellar.leaf_spine_permutation,
+                         [{"paths": 1, "seed": seed, "sample_interval": "50us"} for seed in seeds]):
+        solo, busiest = stellar.solo_uplink(probe, 32e6), stellar.busiest_uplink(probe)
+        # A busiest cable that is the solo one is not run twice.
+        links[p["seed"]] = {"solo": solo} if busiest == solo else {"solo": solo, "busiest": busiest}
+    # Each (seed, paths): the run without loss, then every lossy run on each cable.
+    points = [{"paths": paths, "loss": loss, "link": link if loss else None, "seed": seed}
+              for seed in seeds for paths in (1, 4, 16, 128)
+              for loss, link in [(0.0, None)] + [(loss, link) for link in links[seed].values() for loss in LOSSES[1:]]]
     out: List[Dict] = []
-    for seed in range(1, 6):
-        probe = run(stellar.leaf_spine_permutation(1, seed=seed, sample_interval="50us"))
-        links = {"solo": stellar.solo_uplink(probe, 32e6), "busiest": stellar.busiest_uplink(probe)}
-        for paths in (1, 4, 16, 128):
-            base = run(stellar.leaf_spine_permutation(paths, seed=seed))
-            for choice, link in links.items():
-                if choice == "busiest" and link == links["solo"]:
-                    continue
-                for loss in LOSSES:
-                    r = base if loss == 0 else run(stellar.leaf_spine_permutation(paths, loss, link, seed=seed))
-                    out.append({"seed": seed, "link_choice": choice, "link": link, "paths": paths, "loss": loss,
-                                "worst_slowdown": stellar.worst_slowdown(base, r),
-                                "makespan_ratio": r.flows["fct_ns"].max() / base.flows["fct_ns"].max(),
-                                "link_drops": r.summary["drops_by_cause"]["link"], **stellar.summary_row(r)})
-            solo3 = next(o for o in out[::-1] if o["link_choice"] == "solo" and o["loss"] == 0.03)
-            print(f"  drop seed {seed} paths {paths}: 3% on {links['solo']} x{solo3['worst_slowdown']:.2f}", flush=True)
+    base: Optional[Result] = None
+    for p, r in runs("drop", stellar.leaf_spine_permutation, points):
+        seed, paths, loss = p["seed"], p["paths"], p["loss"]
+        if loss == 0:
+            base = r
+        assert base is not None
+        for choice, link in links[seed].items():
+            if loss == 0 or link == p["link"]:
+                out.append({"seed": seed, "link_choice": choice, "link": link, "paths": paths, "loss": loss,
+                            "worst_slowdown": stellar.worst_slowdown(base, r),
+                            "makespan_ratio": r.flows["fct_ns"].max() / base.flows["fct_ns"].max(),
+                            "link_drops": r.summary["drops_by_cause"]["link"], **stellar.summary_row(r)})
+        if loss == LOSSES[-1] and p["link"] == list(links[seed].values())[-1]:
+            solo3 = next(o for o in out[::-1] if o["link_choice"] == "solo" and o["loss"] == 0.03
+                         and o["seed"] == seed and o["paths"] == paths)
+            print(f"  drop seed {seed} paths {paths}: 3% on {links[seed]['solo']} x{solo3['worst_slowdown']:.2f}", flush=True)
+    # Rows per (seed, paths): the solo cable's losses, then the busiest one's.
+    out.sort(key=lambda o: (o["seed"], (1, 4, 16, 128).index(o["paths"]), o["link_choice"] != "solo",
+                            LOSSES.index(o["loss"])))
     return pd.DataFrame(out)
 
 
@@ -80,22 +104,27 @@ def allreduce() -> pd.DataFrame:
     """Fig. 11's workload: one ring all-reduce over the 16 hosts of the same leaf-spine,
     32 MB and 128 MB per host (steps of 2 MB and 8 MB), loss on the solo uplink of the
     single-path run. Collective time against the same run without loss."""
+    cases = [(size, nbytes, seed) for size, nbytes in (("32MB", 32e6), ("128MB", 128e6)) for seed in (1, 2)]
+    links = {}
+    probes = [{"paths": 1, "size": size, "seed": seed, "sample_interval": "50us"} for size, _, seed in cases]
+    for (size, nbytes, seed), (_, probe) in zip(cases, runs("allreduce-probe", stellar.leaf_spine_all_reduce, probes)):
+        links[size, seed] = stellar.solo_uplink(probe, nbytes * 2 * 15 / 16)
+    points = [{"paths": paths, "loss": loss, "link": links[size, seed] if loss else None, "size": size, "seed": seed}
+              for size, _, seed in cases for paths in (1, 4, 128) for loss in LOSSES]
     out: List[Dict] = []
-    for size, nbytes in (("32MB", 32e6), ("128MB", 128e6)):
-        for seed in (1, 2):
-            probe = run(stellar.leaf_spine_all_reduce(1, size=size, seed=seed, sample_interval="50us"))
-            link = stellar.solo_uplink(probe, nbytes * 2 * 15 / 16)
-            for paths in (1, 4, 128):
-                base = run(stellar.leaf_spine_all_reduce(paths, size=size, seed=seed))
-                d0 = float(base.collectives.iloc[0]["duration_ns"])
-                for loss in LOSSES:
-                    r = base if loss == 0 else run(stellar.leaf_spine_all_reduce(paths, loss, link, size=size, seed=seed))
-                    c = r.collectives.iloc[0]
-                    out.append({"size": size, "seed": seed, "link": link, "paths": paths, "loss": loss,
-                                "duration_us": float(c["duration_ns"]) / 1e3, "duration_ratio": float(c["duration_ns"]) / d0,
-                                "busbw_gbps": float(c["busbw_gbps"]), "retransmits": r.summary["retransmitted_packets"]})
-                loss3 = next(o for o in out[::-1] if o["loss"] == 0.03)
-                print(f"  allreduce {size} seed {seed} paths {paths}: 3% x{loss3['duration_ratio']:.2f}", flush=True)
+    d0 = 0.0
+    for p, r in runs("allreduce", stellar.leaf_spine_all_reduce, points):
+        c = r.collectives.iloc[0]
+        if p["loss"] == 0:
+            d0 = float(c["duration_ns"])
+        out.append({"size": p["size"], "seed": p["seed"], "link": links[p["size"], p["seed"]], "paths": p["paths"],
+                    "loss": p["loss"], "duration_us": float(c["duration_ns"]) / 1e3,
+                    "duration_ratio": float(c["duration_ns"]) / d0, "busbw_gbps": float(c["busbw_gbps"]),
+                    "retransmits": r.summary["retransmitted_packets"]})
+        if p["loss"] == LOSSES[-1]:
+            loss3 = next(o for o in out[::-1] if o["loss"] == 0.03)
+            print(f"  allreduce {p['size']} seed {p['seed']} paths {p['paths']}: 3% x{loss3['duration_ratio']:.2f}",
+                  flush=True)
     return pd.DataFrame(out)
 
 
@@ -103,21 +132,19 @@ def algos() -> pd.DataFrame:
     """Fig. 9: the path-selection algorithms at 4 and 128 paths (and the single path)
     on a k=8 fat-tree permutation of 2 MB and 8 MB, 3 seeds: ToR (edge) queue depth on
     up and down ports, FCT and paths used."""
+    points = [{"paths": 1 if algo == "single" else paths, "k": 8, "size": size, "seed": seed, "algo": algo}
+              for size in ("2MB", "8MB") for paths in (4, 128) for algo in ("single",) + stellar.ALGOS
+              if not (algo == "single" and paths != 4) for seed in (1, 2, 3)]
     out: List[Dict] = []
-    for size in ("2MB", "8MB"):
-        for paths in (4, 128):
-            for algo in ("single",) + stellar.ALGOS:
-                if algo == "single" and paths != 4:
-                    continue
-                for seed in (1, 2, 3):
-                    r = run(stellar.fat_tree_permutation(1 if algo == "single" else paths, k=8, size=size, seed=seed, algo=algo))
-                    up, down = stellar.queue_depth(r, direction="up"), stellar.queue_depth(r, direction="down")
-                    out.append({"size": size, "algo": algo, "paths": 1 if algo == "single" else paths, "seed": seed,
-                                "up_queue_mean_bytes": up["queue_mean_bytes"], "up_queue_max_bytes": up["queue_max_bytes"],
-                                "down_queue_mean_bytes": down["queue_mean_bytes"], "down_queue_max_bytes": down["queue_max_bytes"],
-                                "imbalance": stellar.imbalance(r, uplinks=4), "ecn_marks": r.summary["ecn_marks"],
-                                **stellar.summary_row(r)})
-                print(f"  algos {size} {algo} {paths}: fct_max {out[-1]['fct_max_us']:.0f} us", flush=True)
+    for p, r in runs("algos", stellar.fat_tree_permutation, points):
+        up, down = stellar.queue_depth(r, direction="up"), stellar.queue_depth(r, direction="down")
+        out.append({"size": p["size"], "algo": p["algo"], "paths": p["paths"], "seed": p["seed"],
+                    "up_queue_mean_bytes": up["queue_mean_bytes"], "up_queue_max_bytes": up["queue_max_bytes"],
+                    "down_queue_mean_bytes": down["queue_mean_bytes"], "down_queue_max_bytes": down["queue_max_bytes"],
+                    "imbalance": stellar.imbalance(r, uplinks=4), "ecn_marks": r.summary["ecn_marks"],
+                    **stellar.summary_row(r)})
+        if p["seed"] == 3:
+            print(f"  algos {p['size']} {p['algo']} {p['paths']}: fct_max {out[-1]['fct_max_us']:.0f} us", flush=True)
     return pd.DataFrame(out)
 
 
@@ -171,10 +198,16 @@ EXPERIMENTS: Dict[str, Callable[[], pd.DataFrame]] = {"imbalance": imbalance, "d
 
 
 def main(argv: List[str]) -> None:
-    names = argv or list(EXPERIMENTS)
+    global JOBS
+    ap = argparse.ArgumentParser(description="STELLAR's experiments, larger than the tests; one CSV per experiment")
+    ap.add_argument("names", nargs="*", metavar="EXPERIMENT", help=f"default all: {', '.join(EXPERIMENTS)}")
+    ap.add_argument("--jobs", type=int, help="worker processes (default: one per core)")
+    a = ap.parse_args(argv)
+    names = a.names or list(EXPERIMENTS)
     unknown = set(names) - set(EXPERIMENTS)
     if unknown:
         sys.exit(f"unknown experiment(s) {sorted(unknown)}; choose from {list(EXPERIMENTS)}")
+    JOBS = a.jobs
     OUT.mkdir(parents=True, exist_ok=True)
     for name in names:
         t = time.time()

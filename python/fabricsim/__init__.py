@@ -6,10 +6,18 @@
     r.ports        # pandas DataFrame, sampled port time series
     r.summary      # dict
     r.save("out")  # Parquet tables, summary.json, scenario.toml and plots, written atomically
+    fabricsim.load("out")                   # the same Result, read back
+
+    sw = fabricsim.sweep("scenario.toml", {"fabric.link_loss": [0, 0.01]}, seeds=[1, 2], out="sw")
+    sw.table       # pandas DataFrame (sweep.parquet), one row per point
+    fabricsim.report("sw")                  # sw/report.html: one self-contained page
 
 Scenario errors raise :class:`ScenarioError` (a ``ValueError``) whose message names the
 key and the allowed values, exactly as the command line prints it. A plot matplotlib
 cannot draw does not lose a run: ``save`` writes the tables and warns (:class:`PlotWarning`).
+
+The submodules load on first use (pandas takes a good part of a second to import), so
+``fabricsim --help`` and ``import fabricsim`` stay quick.
 """
 
 # Only modules Python has loaded at start-up come before the handler below: `_signal` is
@@ -49,24 +57,32 @@ if _command() and _signal.getsignal(_signal.SIGINT) is _signal.default_int_handl
 
 from typing import Any  # noqa: E402 - after the handler: every import before it is a window
 
-from ._core import ScenarioError, __version__
-from .api import catalog, default_scenario, run, validate
+from ._core import ScenarioError, __version__  # noqa: E402
 
-__all__ = ["run", "validate", "catalog", "default_scenario", "slowdown_by_size", "Result", "ScenarioError", "PlotWarning",
-           "__version__"]
+#: Where each public name lives: imported on first use, so that `fabricsim validate`
+#: and `list` need none of pandas, pyarrow or matplotlib (their imports took about
+#: 0.65 s before anything ran).
+_LAZY = {
+    "run": "api", "validate": "api", "catalog": "api", "default_scenario": "api",
+    "Result": "results", "PlotWarning": "results", "load": "results",
+    "slowdown_by_size": "fct",
+    "sweep": "sweeps", "Sweep": "sweeps", "report": "reports",
+}
+
+__all__ = ["run", "validate", "catalog", "default_scenario", "load", "slowdown_by_size", "sweep", "Sweep", "report",
+           "Result", "ScenarioError", "PlotWarning", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
-    # Result and PlotWarning live with pandas (fabricsim.results), and slowdown_by_size
-    # with numpy (fabricsim.fct), imported on first use: `fabricsim validate` and `list`
-    # need none of pandas, pyarrow or matplotlib, whose imports took about 0.65 s before
-    # anything ran.
-    if name in ("Result", "PlotWarning"):
-        from . import results
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fabricsim' has no attribute {name!r}")
+    from importlib import import_module
 
-        return getattr(results, name)
-    if name == "slowdown_by_size":
-        from .fct import slowdown_by_size
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
 
-        return slowdown_by_size
-    raise AttributeError(f"module 'fabricsim' has no attribute {name!r}")
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(__all__))

@@ -42,3 +42,8 @@ def validate(text: str, format: str = "toml", base: Optional[str] = None) -> Dic
 
 def catalog() -> str:
     """The scenario schema as JSON."""
+
+def layout(text: str, format: str = "toml", base: Optional[str] = None) -> Dict[str, List[Tuple[Any, ...]]]:
+    """The fabric a scenario builds: ``nodes`` as (name, tier, plane) and ``ports`` as
+    (name, node, peer port, rate in bit/s, kind "nic"/"up"/"down"), a port's position
+    being its id."""

@@ -1,4 +1,4 @@
-"""The ``fabricsim`` command: run, validate, list, bench."""
+"""The ``fabricsim`` command: run, validate, list, bench, sweep, report."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from typing import Iterator, List, NoReturn, Optional
 from . import __version__, _interrupted_early
 from ._core import MAX_PARTITIONS, ScenarioError
 from .api import shown
+
 
 
 class _Parser(argparse.ArgumentParser):
@@ -297,6 +298,79 @@ def _cmd_bench(a: argparse.Namespace) -> int:
     return bench_main(a.case, quiet=a.quiet)
 
 
+def _cmd_sweep(a: argparse.Namespace) -> int:
+    from .sweeps import POINTS, load_spec, sweep
+
+    if a.sweep == "":
+        return _fail("sweep: empty path; name a sweep TOML file")
+    try:
+        spec = load_spec(a.sweep)
+    except ScenarioError as e:
+        return _fail(str(e))
+    where = spec.pop("where")
+    out = a.out if a.out is not None else spec.pop("out") or Path("fabricsim-out") / Path(a.sweep).stem
+    spec.pop("out", None)
+    try:
+        sw = sweep(**spec, out=out, jobs=a.jobs, ray=a.ray, timeout=a.timeout, plots=a.plots,
+                   progress=not a.quiet and sys.stderr.isatty(), where=where)
+    except ScenarioError as e:
+        # An error about a flag's value is named by the flag, as argparse names them.
+        message = str(e)
+        key, _, rest = message.partition(": ")
+        given = {"jobs": a.jobs, "out": a.out, "ray": a.ray, "timeout": a.timeout}
+        if given.get(key) is not None:
+            message = f"--{key} {given[key]}: {rest}"
+        elif key == "out":
+            message = f"{where}: out {out}: {rest}"
+        return _fail(message)
+    except KeyboardInterrupt:
+        done = sum(1 for p in (Path(out) / POINTS).glob("*/point.json"))
+        sys.stderr.write(f"fabricsim: interrupted; {done} points are done in {out}: run the same command "
+                         f"again to resume\n")
+        return 130
+    if not a.quiet:
+        print(f"sweep: {len(sw.points)} points ({sw.ran - sw.failed} run now, {sw.skipped} done before, "
+              f"{sw.failed} failed) -> {sw.out / 'sweep.parquet'}")
+    if sw.failed:
+        failed = [p for p, st in zip(sw.points, sw.table["status"]) if st == "failed"]
+        errors = sw.table["error"]
+        for p in failed[:10]:
+            params = ", ".join(f"{k} = {json.dumps(v, default=str)}" for k, v in p.params.items())
+            sys.stderr.write(f"fabricsim: point {p.index} ({params}) failed: {errors.iloc[p.index]}\n")
+        if len(failed) > 10:
+            sys.stderr.write(f"fabricsim: ... and {len(failed) - 10} more (see the error column of sweep.parquet)\n")
+        return 1
+    return 0
+
+
+def _cmd_report(a: argparse.Namespace) -> int:
+    from .reports import ReportError, report
+
+    if a.folder == "":
+        return _fail("report: empty path; name a run's output folder or a sweep folder")
+    try:
+        path = report(a.folder, a.out)
+    except ReportError as e:
+        return _fail(str(e))
+    if not a.quiet:
+        print(path)
+    return 0
+
+
+def _jobs(text: str) -> int:
+    return _int_in(1, 1024, "1 and 1024")(text)
+
+
+def _seconds(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = float("nan")
+    if not v > 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
+    return v
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="fabricsim", description="A fast, deterministic packet-level simulator of RDMA fabrics.")
     p.add_argument("--version", action="version", version=f"fabricsim {__version__}")
@@ -330,6 +404,24 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--case", action="append", help="run only this case (a, b, ...); repeatable")
     b.add_argument("--quiet", action="store_true", help="print only the table")
     b.set_defaults(func=_cmd_bench)
+
+    s = sub.add_parser("sweep", help="run every point of a grid over a base scenario (resumable), into one table")
+    s.add_argument("sweep", help="sweep TOML file: base, [grid], [[zip]], seeds, out")
+    s.add_argument("--out", type=Path, help="sweep folder (default: the file's out, else ./fabricsim-out/<file name>); "
+                   "points already done there are not run again")
+    s.add_argument("--jobs", type=_jobs, metavar="N", help="worker processes (default: one per core)")
+    s.add_argument("--ray", metavar="ADDRESS", help="run the points on a Ray cluster: auto (this machine's cluster), "
+                   "local (start one here), or an address (ray://head:10001); needs pip install 'fabricsim[ray]'")
+    s.add_argument("--timeout", type=_seconds, metavar="SECONDS", help="stop and fail a point that runs longer")
+    s.add_argument("--plots", action="store_true", help="draw each point's PNG plots into its folder")
+    s.add_argument("--quiet", action="store_true", help="no progress line and no closing line")
+    s.set_defaults(func=_cmd_sweep)
+
+    rp = sub.add_parser("report", help="write one self-contained HTML page about a run's or a sweep's folder")
+    rp.add_argument("folder", help="a run's output folder (fabricsim run) or a sweep folder (fabricsim sweep)")
+    rp.add_argument("--out", type=Path, help="HTML file to write (default: FOLDER/report.html)")
+    rp.add_argument("--quiet", action="store_true", help="do not print the page's path")
+    rp.set_defaults(func=_cmd_report)
     return p
 
 

@@ -12,7 +12,7 @@ import stat
 import warnings
 import weakref
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
@@ -106,6 +106,25 @@ class Result:
         if raw.get("pcap_frames") is not None:
             summary["run"]["pcap_frames"] = raw["pcap_frames"]
         return cls(tables, summary, scenario_text, source, pcap, pcap_is_temporary)
+
+    @classmethod
+    def load(cls, folder: "os.PathLike[str] | str") -> "Result":
+        """Reads a saved output folder back (what ``save`` or ``fabricsim run`` wrote):
+        the same tables, with the same column types, the summary, the scenario, and
+        ``pcap`` naming its ``capture.pcap`` if it has one."""
+        folder = Path(folder)
+        if not (folder / "summary.json").is_file():
+            raise FileNotFoundError(f"{folder} is not a run's output folder (no summary.json)")
+        for name in TABLES:
+            if not (folder / f"{name}.parquet").is_file():
+                raise FileNotFoundError(f"{folder} lacks {name}.parquet (written by an older fabricsim?)")
+        with open(folder / "summary.json", encoding="utf-8") as f:
+            summary = json.load(f)
+        scenario = folder / "scenario.toml"
+        text = scenario.read_text(encoding="utf-8") if scenario.is_file() else None
+        capture = folder / "capture.pcap"
+        return cls(_SavedTables(folder), summary, text, source=scenario if text is not None else None,
+                   pcap=capture.absolute() if capture.is_file() else None)
 
     def __repr__(self) -> str:
         s = self.summary
@@ -219,6 +238,33 @@ class Result:
                 self._pcap_cleanup()  # the temporary capture is no longer needed
                 self._pcap_cleanup = None
         return out
+
+
+class _SavedTables(Mapping):
+    """A saved run's tables, each read from its Parquet file when first used: a sweep's
+    experiment reading hundreds of points back uses two or three tables of each."""
+
+    def __init__(self, folder: Path) -> None:
+        self._folder = folder
+        self._read: Dict[str, pd.DataFrame] = {}
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        if name not in TABLES:
+            raise KeyError(name)
+        if name not in self._read:
+            self._read[name] = pd.read_parquet(self._folder / f"{name}.parquet")
+        return self._read[name]
+
+    def __iter__(self):
+        return iter(TABLES)
+
+    def __len__(self) -> int:
+        return len(TABLES)
+
+
+def load(folder: "os.PathLike[str] | str") -> Result:
+    """A saved run's :class:`Result` (see :meth:`Result.load`)."""
+    return Result.load(folder)
 
 
 class PlotWarning(UserWarning):

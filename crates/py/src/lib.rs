@@ -2,7 +2,8 @@
 //!
 //! It parses scenarios, runs them with the GIL released, reports progress on stderr,
 //! honours Ctrl-C, and hands results to Python as typed column buffers (turned into
-//! pandas DataFrames by `fabricsim.results`). Every scenario error becomes one Python
+//! pandas DataFrames by `fabricsim.results`), and lists the fabric a scenario builds
+//! (nodes, ports, cables) for the report's drawing. Every scenario error becomes one Python
 //! exception type, `fabricsim.ScenarioError`, with the core's message unchanged; no
 //! Rust panic crosses this boundary as anything but `RuntimeError`.
 
@@ -241,6 +242,35 @@ fn validate<'py>(py: Python<'py>, text: &str, format: &str, base: Option<String>
     Ok(d)
 }
 
+/// The fabric a scenario builds, read-only, for drawing it (`fabricsim report`).
+///
+/// Returns `{"nodes": [(name, tier, plane)], "ports": [(name, node, peer, rate_bps,
+/// kind)]}`: tier 0 is a host, 1 a leaf/edge/T0, 2 a spine/aggregation/T1, 3 a core;
+/// a port's position is its id, the order of `port_names` in a run's results (and of
+/// the `port` categories of `ports.parquet`); `peer` is the port at the cable's other
+/// end; `kind` is "nic", "up" or "down", as in port names. The world is built as a run
+/// builds it, so a scenario that cannot run has no layout (`ScenarioError`); trace files
+/// it names are read relative to `base`.
+#[pyfunction]
+#[pyo3(signature = (text, format = "toml", base = None))]
+fn layout<'py>(py: Python<'py>, text: &str, format: &str, base: Option<&str>) -> PyResult<Bound<'py, PyDict>> {
+    let sc = parse(text, format, None, base)?;
+    let sim = py.detach(|| Sim::new(sc)).map_err(to_py)?;
+    let fabric = &sim.fabric;
+    let nodes = PyList::empty(py);
+    for n in &fabric.nodes {
+        nodes.append((n.name.as_str(), n.tier, n.plane))?;
+    }
+    let ports = PyList::empty(py);
+    for (id, p) in fabric.ports.iter().enumerate() {
+        ports.append((fabric.port_name(id as u32), p.node, p.peer, p.rate.0, p.kind.label()))?;
+    }
+    let d = PyDict::new(py);
+    d.set_item("nodes", nodes)?;
+    d.set_item("ports", ports)?;
+    Ok(d)
+}
+
 /// The scenario schema (every section, kind and key) as JSON.
 #[pyfunction]
 fn catalog() -> PyResult<String> {
@@ -253,6 +283,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(catalog, m)?)?;
+    m.add_function(wrap_pyfunction!(layout, m)?)?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add("TABLES", fabricsim_run::TABLES.to_vec())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List
+import os
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import pandas as pd
@@ -49,3 +50,21 @@ def seconds(ns: float) -> float:
 
 def rows(*dicts: Dict[str, Any]) -> List[Dict[str, Any]]:
     return list(dicts)
+
+
+def sweep_runs(build: Callable[..., Dict[str, Any]], points: Sequence[Mapping[str, Any]],
+               out: Union[str, "os.PathLike[str]"], jobs: Optional[int] = None) -> Iterator[Tuple[Dict[str, Any], Result]]:
+    """Runs ``build(**p)`` for every parameter table ``p`` of ``points`` as one sweep in
+    ``out`` (on ``jobs`` worker processes, default one per core; points already in
+    ``out`` are not run again), then yields each point's parameters and Result in the
+    order given, read back one at a time. An experiment needs every point: a failed one
+    is an error naming it."""
+    from ..sweeps import sweep
+
+    sw = sweep(build, list(points), out=out, jobs=jobs)
+    table = sw.table
+    bad = [f"point {p.index} ({p.params}): {err}" for p, status, err in zip(sw.points, table["status"], table["error"])
+           if status != "ok"]
+    if bad:
+        raise RuntimeError(f"{len(bad)} of {len(sw.points)} points failed in {out}: " + "; ".join(bad[:3]))
+    return ((p.params, sw.result(p)) for p in sw.points)

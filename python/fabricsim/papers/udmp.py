@@ -172,17 +172,27 @@ def token_pool_sweep(seed: int, onsets: int = 8, first_ns: int = 100_000, cycles
     """Fig. 3 with the delay's onset at ``onsets`` phases spread over one 2-unit period
     of the equal-path pattern: packets per path in the ``cycles`` cycles after the first
     one following the onset, and in the two cycles before it."""
-    unit = token_pool_timing()["unit_ns"]
-    rows = []
-    for i in range(onsets):
-        on = int(first_ns + i * 2 * unit / onsets)
-        loads = token_pool_loads(run(token_pool(seed, onset_ns=on, cycles=cycles + 1)), on)
-        after = loads.reindex(range(1, cycles + 1), fill_value=0)
-        before = loads.reindex([-2, -1], fill_value=0).sum()
-        rows.append({"seed": seed, "onset_ns": on, "fast_before": int(before["fast"]), "slow_before": int(before["slow"]),
-                     "fast": int(after["fast"].sum()), "slow": int(after["slow"].sum()),
-                     "walkthrough": bool(((after["fast"] == 4) & (after["slow"] == 2)).all())})
+    rows = [token_pool_row(run(token_pool(seed, onset_ns=on, cycles=cycles + 1)), seed, on, cycles)
+            for on in token_pool_onsets(onsets, first_ns)]
     return pd.DataFrame(rows)
+
+
+def token_pool_onsets(onsets: int = 8, first_ns: int = 100_000) -> List[int]:
+    """``onsets`` delay onsets spread over one 2-unit period of the equal-path pattern."""
+    unit = token_pool_timing()["unit_ns"]
+    return [int(first_ns + i * 2 * unit / onsets) for i in range(onsets)]
+
+
+def token_pool_row(r: Result, seed: int, onset_ns: int, cycles: int = 10) -> Dict[str, Any]:
+    """One row of :func:`token_pool_sweep`: the run ``token_pool(seed, onset_ns,
+    cycles + 1)``'s packets per path in the ``cycles`` cycles after the onset's first
+    one, and in the two before it."""
+    loads = token_pool_loads(r, onset_ns)
+    after = loads.reindex(range(1, cycles + 1), fill_value=0)
+    before = loads.reindex([-2, -1], fill_value=0).sum()
+    return {"seed": seed, "onset_ns": onset_ns, "fast_before": int(before["fast"]), "slow_before": int(before["slow"]),
+            "fast": int(after["fast"].sum()), "slow": int(after["slow"].sum()),
+            "walkthrough": bool(((after["fast"] == 4) & (after["slow"] == 2)).all())}
 
 
 # --- Fig. 1 / 4a: two colliding flows -----------------------------------------------
@@ -207,7 +217,18 @@ def collision(transport_table: Optional[Dict[str, Any]] = None, seed: int = 1, s
 def shared_uplink(transport_table: Optional[Dict[str, Any]] = None, seed: int = 1, start_us: int = 400) -> str:
     """The uplink of leaf 0 that ECMP gives flow 2 in ``collision``, learnt from the same
     scenario with a one-packet flow 1 (every random choice of flow 2 is unchanged)."""
-    r = run(collision(transport_table, seed, start_us, stop_us=start_us + 40, flow1_bytes=4096))
+    return shared_uplink_of(run(shared_uplink_probe(transport_table, seed, start_us)), start_us)
+
+
+def shared_uplink_probe(transport_table: Optional[Dict[str, Any]] = None, seed: int = 1,
+                        start_us: int = 400) -> Dict[str, Any]:
+    """The run :func:`shared_uplink` learns from: ``collision`` with a one-packet flow 1,
+    stopped 40 us after flow 2 starts."""
+    return collision(transport_table, seed, start_us, stop_us=start_us + 40, flow1_bytes=4096)
+
+
+def shared_uplink_of(r: Result, start_us: int = 400) -> str:
+    """The uplink of leaf 0 that carried flow 2 in a :func:`shared_uplink_probe` run."""
     p = r.ports[r.ports["port"].str.startswith("leaf[0].up") & (r.ports["time_ns"] > start_us * 1000)]
     return str(p.groupby("port", observed=True)["tx_bytes"].sum().idxmax())
 
