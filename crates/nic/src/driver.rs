@@ -12,10 +12,11 @@
 //! to fire harmlessly and re-arm; deadlines that move earlier schedule a new one.
 
 use crate::multiqp::part_of;
+use crate::rnic::Work;
 use crate::{Nic, NicEvent, NicOutput, Wire};
 use fabricsim_engine::Time;
 use fabricsim_transport::{AppEvent, Endpoint, Poll};
-use fabricsim_wire::{Packet, TrafficClass};
+use fabricsim_wire::{hdr, opcode, Packet, TrafficClass};
 
 impl Nic {
     /// A packet arrived at its destination host: its endpoint (by destination QP)
@@ -27,10 +28,60 @@ impl Nic {
             self.misdelivered += 1;
             return false;
         }
+        if self.modelled() {
+            self.receive_modelled(now, ep, pkt, wire);
+            return true;
+        }
+        self.take(now, ep, pkt, wire);
+        true
+    }
+
+    /// Endpoint `ep` takes `pkt`.
+    #[inline]
+    fn take<W: Wire>(&mut self, now: Time, ep: u32, pkt: &Packet, wire: &mut W) {
         self.eps[ep as usize].on_packet(now, pkt);
         self.after_input(now, ep, wire);
         self.ready(now, ep, wire);
-        true
+    }
+
+    /// What `pkt`, sent or received by endpoint `ep`, asks of its NIC. A RoCE packet
+    /// after a message's first carries no address: the NIC keeps where the next byte
+    /// goes, as the QP context does.
+    fn work(&mut self, ep: u32, pkt: &Packet, transmit: bool) -> Work {
+        let payload = if pkt.is_data() { pkt.payload as u64 } else { 0 };
+        let addr = if pkt.hdrs & hdr::RETH != 0 { pkt.reth.va } else { self.next_addr[ep as usize] };
+        self.next_addr[ep as usize] = addr + payload;
+        let wqe = transmit && opcode::starts_message(pkt.bth.opcode);
+        Work { qp: ep, payload, addr, wqe }
+    }
+
+    /// A packet for endpoint `ep` reaches its modelled NIC: it passes the receive
+    /// pipeline, in order, before the endpoint takes it.
+    fn receive_modelled<W: Wire>(&mut self, now: Time, ep: u32, pkt: &Packet, wire: &mut W) {
+        let host = pkt.net.dst as usize;
+        let w = self.work(ep, pkt, false);
+        let done = self.rnic[host].receive(now, w);
+        let q = &mut self.rx_queue[host];
+        if q.is_empty() && done <= now {
+            self.take(now, ep, pkt, wire);
+            return;
+        }
+        if q.is_empty() {
+            wire.schedule(done, NicEvent::Rx(host as u32));
+        }
+        q.push_back((done, *pkt));
+    }
+
+    /// Host `host`'s NIC has processed the packets at the head of its receive queue.
+    fn received<W: Wire>(&mut self, now: Time, host: u32, wire: &mut W) {
+        while let Some(&(done, _)) = self.rx_queue[host as usize].front() {
+            if done > now {
+                wire.schedule(done, NicEvent::Rx(host));
+                return;
+            }
+            let (_, pkt) = self.rx_queue[host as usize].pop_front().expect("a head");
+            self.take(now, pkt.bth.dest_qp, &pkt, wire);
+        }
     }
 
     /// A deadline the NIC scheduled has come.
@@ -44,6 +95,8 @@ impl Nic {
                     self.ready(now, ep, wire);
                 }
             }
+            NicEvent::Rx(host) => self.received(now, host, wire),
+            NicEvent::Tx { host, port } => self.serve(now, host, port, wire),
         }
     }
 
@@ -169,6 +222,11 @@ impl Nic {
             return;
         }
         let qi = (host * self.ports_per_host + port as u32) as usize;
+        if self.modelled() && self.staged[qi].is_some() {
+            // The port waits for the packet its NIC is preparing.
+            self.send_staged(now, host, port, qi, wire);
+            return;
+        }
         for data in [false, true] {
             if data && !wire.can_send(host, port, TrafficClass::Data, now) {
                 return;
@@ -183,7 +241,18 @@ impl Nic {
                 let poll = self.eps[ep as usize].poll_transmit(now, port);
                 match poll {
                     Poll::Send(pkt) => {
-                        wire.send(now, host, port, pkt);
+                        if self.modelled() {
+                            let w = self.work(ep, &pkt, true);
+                            let ready = self.rnic[host as usize].transmit(now, w);
+                            if ready > now {
+                                self.staged[qi] = Some((ready, pkt));
+                                wire.schedule(ready, NicEvent::Tx { host, port });
+                            } else {
+                                wire.send(now, host, port, pkt);
+                            }
+                        } else {
+                            wire.send(now, host, port, pkt);
+                        }
                         // Back of the line: one packet per endpoint per turn.
                         self.meta[ep as usize].queued |= bit;
                         let queue = if data { &mut self.queues[qi].data } else { &mut self.queues[qi].ctrl };
@@ -203,5 +272,16 @@ impl Nic {
                 self.after_input(now, ep, wire);
             }
         }
+    }
+
+    /// The packet staged on a port of a modelled NIC goes on the wire once it is ready
+    /// and the wire takes its class (a paused data class holds it).
+    fn send_staged<W: Wire>(&mut self, now: Time, host: u32, port: u8, qi: usize, wire: &mut W) {
+        let Some((ready, pkt)) = self.staged[qi] else { return };
+        if ready > now || !wire.can_send(host, port, pkt.net.class, now) {
+            return;
+        }
+        self.staged[qi] = None;
+        wire.send(now, host, port, pkt);
     }
 }

@@ -207,6 +207,11 @@ impl Nic {
             }
         }
         self.misdelivered += other.misdelivered;
+        for h in 0..self.rnic.len() {
+            if theirs(h as u32) {
+                std::mem::swap(&mut self.rnic[h], &mut other.rnic[h]);
+            }
+        }
     }
 
     /// Asks the cache for endpoint `ep`'s first lines (its kind, what receiving reads

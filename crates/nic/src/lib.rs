@@ -15,6 +15,9 @@
 //! * [`multiqp`]: messages over a connection's QPs: the split policy (even parts for
 //!   QP-Scaling), which message each QP's sequence numbers carry, and the message-level
 //!   report once every part has arrived or been acknowledged.
+//! * [`rnic`]: the RNIC resource model (pipelines, QP context cache, MTT and ATC,
+//!   PCIe): with a modelled NIC a packet waits in its NIC before it reaches the wire or
+//!   its endpoint (`model = "ideal"`: never).
 //!
 //! # Reporting upward
 //! The layer never calls into the run loop. What happened to messages is queued as
@@ -33,6 +36,7 @@ pub mod wire;
 mod driver;
 mod endpoints;
 pub mod multiqp;
+pub mod rnic;
 
 pub use endpoints::EndpointPlace;
 pub use multiqp::Split;
@@ -132,6 +136,17 @@ pub struct Nic {
     pub(crate) out: VecDeque<NicOutput>,
     /// Packets that arrived for no endpoint of their host.
     pub misdelivered: u64,
+    /// The modelled NICs' resources, per host (empty: every NIC ideal).
+    pub(crate) rnic: Vec<rnic::RnicState>,
+    /// Per host, packets its NIC is still processing, with when each is done (in
+    /// order: its receive pipeline keeps it).
+    pub(crate) rx_queue: Vec<VecDeque<(Time, fabricsim_wire::Packet)>>,
+    /// Per `(host, port)`, a packet the NIC is preparing to send and when it is ready
+    /// (the port waits for it).
+    pub(crate) staged: Vec<Option<(Time, fabricsim_wire::Packet)>>,
+    /// Per endpoint, where its next payload byte goes or comes from (a RoCE packet
+    /// after a message's first carries no address: the context holds it).
+    pub(crate) next_addr: Vec<u64>,
 }
 
 impl Nic {
@@ -148,7 +163,38 @@ impl Nic {
             parts: vec![multiqp::Parts::default(); messages],
             out: VecDeque::new(),
             misdelivered: 0,
+            rnic: Vec::new(),
+            rx_queue: Vec::new(),
+            staged: Vec::new(),
+            next_addr: Vec::new(),
         }
+    }
+
+    /// Models host `h`'s NIC with `models(h)` (`None`: ideal, every packet processed
+    /// in no time). Call once the connections are added.
+    pub fn set_models(&mut self, models: impl Fn(u32) -> Option<rnic::NicModel>) {
+        let hosts = self.host_eps.len() as u32;
+        let all: Vec<Option<rnic::NicModel>> = (0..hosts).map(models).collect();
+        if all.iter().all(|m| m.is_none()) {
+            return;
+        }
+        // An ideal NIC among modelled ones: no limit on anything.
+        let ideal = rnic::NicModel::unbounded();
+        self.rnic = all.into_iter().map(|m| rnic::RnicState::new(m.unwrap_or(ideal))).collect();
+        self.rx_queue = vec![VecDeque::new(); hosts as usize];
+        self.staged = vec![None; self.queues.len()];
+        self.next_addr = vec![0; self.eps.len()];
+    }
+
+    /// Whether any NIC is modelled.
+    #[inline]
+    pub fn modelled(&self) -> bool {
+        !self.rnic.is_empty()
+    }
+
+    /// What each modelled NIC did, by host (empty when every NIC is ideal).
+    pub fn rnic_stats(&self) -> Vec<rnic::RnicStats> {
+        self.rnic.iter().map(|r| r.stats).collect()
     }
 
     /// The next thing to report, if any.

@@ -16,6 +16,17 @@ pub enum NicEvent {
     Timer(u32),
     /// Endpoint `n` may send again (its pacing wait is over).
     Wake(u32),
+    /// Host `n`'s NIC has processed the packet at the head of its receive queue
+    /// (modelled NICs, [`crate::rnic`]).
+    Rx(u32),
+    /// Host `host`'s NIC has prepared the packet staged on port `port`: it goes on the
+    /// wire (modelled NICs).
+    Tx {
+        /// The host.
+        host: u32,
+        /// Its NIC port.
+        port: u8,
+    },
 }
 
 /// What a NIC needs from the network and the clock.

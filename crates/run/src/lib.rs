@@ -20,6 +20,7 @@ pub mod faults;
 pub mod ideal;
 pub mod messages;
 pub mod metrics;
+pub mod nicspec;
 pub mod parallel;
 pub mod plan;
 pub mod results;
@@ -153,6 +154,8 @@ result_tables! {
     throughput => |sim| metrics::throughput_table(sim),
     /// Faults that happened.
     faults => |sim| metrics::fault_table(sim),
+    /// What each modelled NIC did.
+    nics => |sim| metrics::nic_table(sim),
 }
 
 /// Checks everything about `scenario` that running it would check (topology, hosts

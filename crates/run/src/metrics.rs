@@ -291,6 +291,7 @@ pub fn summary(sim: &Sim, ending: Ending) -> Value {
         // A job's collectives (often thousands) are in its table and the jobs summary.
         "collectives": (0..colls.rows()).filter(|&i| sim.plan.collectives[i].job.is_none()).map(|i| collective_json(&colls, i)).collect::<Vec<_>>(),
         "jobs": job_summary(sim),
+        "nic": nic_summary(sim),
         "ooo_degree": ooo,
         "paths_used": paths.len(),
         "ev_retirements": sim.ev_log.iter().filter(|l| l.1.state == fabricsim_transport::common::EvState::Retired).count(),
@@ -472,6 +473,49 @@ pub fn fault_table(sim: &Sim) -> Table {
         .push("target", Column::Str(f.iter().map(|r| r.target.clone()).collect()))
         .push("value", Column::Str(f.iter().map(|r| r.value.clone()).collect()));
     t
+}
+
+/// One row per modelled NIC (none when every NIC is ideal): what its pipelines, caches
+/// and PCIe did.
+pub fn nic_table(sim: &Sim) -> Table {
+    let stats = sim.nic.rnic_stats();
+    let hosts: Vec<u32> = (0..stats.len() as u32).filter(|&h| sim.scenario.nic.model_of(h).is_some()).collect();
+    let col = |f: fn(&fabricsim_nic::rnic::RnicStats) -> u64| {
+        Column::U64(hosts.iter().map(|&h| f(&stats[h as usize])).collect())
+    };
+    let mut t = Table::default();
+    t.push("host", Column::U32(hosts.clone()))
+        .push("tx_packets", col(|s| s.tx_packets))
+        .push("rx_packets", col(|s| s.rx_packets))
+        .push("wqes", col(|s| s.wqes))
+        .push("qp_hits", col(|s| s.qp_hits))
+        .push("qp_misses", col(|s| s.qp_misses))
+        .push("mtt_hits", col(|s| s.mtt_hits))
+        .push("mtt_misses", col(|s| s.mtt_misses))
+        .push("atc_hits", col(|s| s.atc_hits))
+        .push("atc_misses", col(|s| s.atc_misses))
+        .push("tx_busy_ns", col(|s| s.tx_busy_ps / 1000))
+        .push("rx_busy_ns", col(|s| s.rx_busy_ps / 1000))
+        .push("stall_ns", col(|s| s.stall_ps / 1000))
+        .push("pcie_read_bytes", col(|s| s.pcie_read_bytes))
+        .push("pcie_write_bytes", col(|s| s.pcie_write_bytes));
+    t
+}
+
+/// The modelled NICs' totals for the summary (`null` when every NIC is ideal).
+fn nic_summary(sim: &Sim) -> Value {
+    let t = nic_table(sim);
+    if t.rows() == 0 {
+        return Value::Null;
+    }
+    let mut o = serde_json::Map::new();
+    o.insert("nics".into(), json!(t.rows()));
+    for (name, col) in &t.columns {
+        if let (Column::U64(v), true) = (col, *name != "host") {
+            o.insert(name.to_string(), json!(v.iter().sum::<u64>()));
+        }
+    }
+    Value::Object(o)
 }
 
 /// One row per connection: endpoints, size, out-of-order degrees.

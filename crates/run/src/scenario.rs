@@ -46,6 +46,8 @@ pub struct Scenario {
     pub workload_transports: Vec<Option<TransportSpec>>,
     /// Recording.
     pub output: OutputSpec,
+    /// The hosts' NICs (`[nic]`).
+    pub nic: crate::nicspec::NicSpec,
     /// Failures during the run, in scenario order.
     pub faults: Vec<FaultSpec>,
     /// With ECMP, how long after a topology change the tables are recomputed.
@@ -331,6 +333,7 @@ impl Scenario {
             }
         }
         let output = parse_output(top.raw("output").unwrap_or(&empty))?;
+        let nic = crate::nicspec::parse_nic(top.raw("nic").unwrap_or(&empty))?;
         let mut faults: Vec<FaultSpec> = match top.raw("faults") {
             None => Vec::new(),
             Some(Value::Array(a)) => {
@@ -365,6 +368,7 @@ impl Scenario {
             workloads,
             workload_transports,
             output,
+            nic,
             faults,
             reroute_after,
             stall_after,

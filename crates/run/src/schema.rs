@@ -110,6 +110,7 @@ pub const TOP: &[Param] = &[
     p("jobs", Ty::List, "none", "Array of tables: training jobs (ranks on hosts, parallelism groups, iterations of compute and collectives). With jobs, `workload` may be left out."),
     p("faults", Ty::List, "none", "Array of tables: failures and degradations during the run, each at a time."),
     p("output", Ty::Table, "see [output]", "What the run records."),
+    p("nic", Ty::Table, "model = \"ideal\"", "The hosts' NICs: ideal (every packet processed in no time) or modelled resources (pipelines, QP context cache, address translation, PCIe)."),
 ];
 
 /// Keys every topology has.
@@ -437,6 +438,28 @@ pub const FAULTS: &[Param] = &[
     p("rate", Ty::Rate, "", "rate: the new link rate, e.g. UDMP's 100 -> 40 Gb/s degradation."),
 ];
 
+/// `[nic]` keys: the RNIC resource model (see `fabricsim_nic::rnic`).
+pub const NIC: &[Param] = &[
+    c("model", "ideal", &["ideal", "rnic"], "ideal: a NIC processes every packet in no time (the simulator before the model; the default). rnic: every packet passes the resources below on its way to the wire or to its endpoint."),
+    p("packet_rate", Ty::Float, "2e8", "Packets per second each pipeline (transmit, receive) processes; \"none\": unbounded. 200 M: ConnectX-6 Dx's quoted 215 M messages per second."),
+    p("wqe_rate", Ty::Float, "none", "Work requests (messages posted) per second the transmit pipeline takes on top of their packets; \"none\": no extra cost."),
+    p("qp_cache", Ty::Int, "300", "QP contexts on chip (least recently used out); a packet whose QP's context is not there waits for a fetch. 300: StaR's setting (its Fig. 1 testbed NIC); \"none\": unbounded."),
+    p("qp_fetch", Ty::Duration, "1us", "Time to fetch a QP context or an MTT entry from host memory over PCIe (StaR's PCIe latency, 1 us). The pipeline, in order, waits with the packet."),
+    p("fetches", Ty::Int, "1", "Fetches under way at once: with 1 a NIC whose packets all miss processes one per qp_fetch (StaR's collapse to about 1 M operations per second); \"none\": unbounded."),
+    p("mtt_cache", Ty::Int, "none", "MTT entries on chip (one per page of a buffer translated); a miss is fetched as a context. \"none\": unbounded (no public figure for ConnectX's; set it to study MTT thrashing)."),
+    p("page_size", Ty::Size, "4KB", "Page size of the translations: 4KB or 2MB (STELLAR Fig. 8 uses 4 KB)."),
+    c("memory", "host", &["host", "gpu"], "Where the buffers this NIC reads and writes live: host memory (translated by the MTT) or GPU memory (GPU Direct RDMA, translated by gdr_translation)."),
+    c("gdr_translation", "atc", &["atc", "emtt"], "GPU memory translation (STELLAR section 6): atc = PCIe ATS, the NIC's address translation cache with misses answered by the host's IOMMU; emtt = STELLAR's extended MTT, GPU translations in the NIC's own table."),
+    p("atc_cache", Ty::Int, "8192", "ATC entries (pages). 8192 x 4 KB = 32 MB: fabricsim's calibration to STELLAR Fig. 8, where 16 connections' GDR WRITEs lose throughput past 2 MB each (32 MB in all); the paper gives no figure."),
+    p("atc_miss", Ty::Duration, "1us", "Time an ATS translation request takes (a PCIe round trip and the IOMMU's walk)."),
+    p("atc_outstanding", Ty::Int, "4", "ATS translation requests under way at once (fabricsim's calibration to STELLAR Fig. 8's throughput past the ATC's reach)."),
+    p("pcie_rate", Ty::Rate, "256Gbps", "PCIe bandwidth each direction for payload DMA (Gen4 x16: 16 GT/s x 16 lanes, 128b/130b); \"none\": unbounded."),
+    p("groups", Ty::List, "none", "Array of tables [[nic.groups]]: `hosts` (a list of host indices) and any keys above, which override the scenario's for those hosts' NICs (later groups win)."),
+];
+
+/// `[[nic.groups]]` keys beside the `[nic]` ones.
+pub const NIC_GROUP: &[Param] = &[p("hosts", Ty::List, "", "The hosts whose NICs this group describes.")];
+
 /// `[output]` keys.
 pub const OUTPUT: &[Param] = &[
     p("sample_interval", Ty::Duration, "10us", "Port time-series period, at least 1ns; \"0us\" turns sampling off. Sampling stops once ports.parquet holds 12,000,000 rows (the summary says when: sampling_stopped_ns)."),
@@ -481,6 +504,8 @@ pub const CATALOG: &[Section] = &[
     Section { section: "jobs.stragglers", kind: None, doc: "One straggler of a job.", params: STRAGGLERS },
     Section { section: "faults", kind: None, doc: "One [[faults]] entry. Names (as in ports.parquet): switches leaf[i], spine[i] (leaf_spine), edge[i], agg[i], core[i] (fat_tree), t0[p*groups+g], t1[p*t1_per_plane+k] (multi_plane, plane p); ports <switch>.up[j] (toward higher tiers) and <switch>.down[j] (toward hosts), numbered per switch; host[h].nic[p] for host h's NIC port p. A cable is named by either end's port.", params: FAULTS },
     Section { section: "output", kind: None, doc: "Recording.", params: OUTPUT },
+    Section { section: "nic", kind: None, doc: "The hosts' NICs: the RNIC resource model.", params: NIC },
+    Section { section: "nic.groups", kind: None, doc: "One [[nic.groups]] entry: NICs described apart.", params: NIC_GROUP },
 ];
 
 /// The keys of `section` with `kind`, common keys first.

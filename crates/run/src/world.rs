@@ -90,6 +90,15 @@ impl Sim {
                 |_, req, resp| factory::endpoint_pair(transport, req, resp, &ctx, Time::ZERO, &mut rng),
             );
         }
+        for (key, h) in scenario.nic.hosts_named() {
+            if h >= fabric.hosts() {
+                return Err(ScenarioError::new(
+                    &key,
+                    format!("host {h} does not exist (hosts are 0..{})", fabric.hosts() - 1),
+                ));
+            }
+        }
+        nic.set_models(|h| scenario.nic.model_of(h));
         let msgs = plan
             .messages
             .iter()

@@ -63,6 +63,10 @@ pub mod opcode {
     pub fn is_data(op: u8) -> bool {
         matches!(op, RC_SEND_ONLY | RC_WRITE_FIRST..=RC_WRITE_ONLY_IMM)
     }
+    /// Whether `op` starts a message (its first or only packet: a work request's).
+    pub fn starts_message(op: u8) -> bool {
+        matches!(op, RC_SEND_ONLY | RC_WRITE_FIRST | RC_WRITE_ONLY | RC_WRITE_ONLY_IMM)
+    }
     /// Whether `op` ends a message (the receiver completes it once all its bytes are in).
     pub fn ends_message(op: u8) -> bool {
         matches!(op, RC_SEND_ONLY | RC_WRITE_LAST | RC_WRITE_LAST_IMM | RC_WRITE_ONLY | RC_WRITE_ONLY_IMM)

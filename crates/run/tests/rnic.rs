@@ -1,0 +1,155 @@
+//! The RNIC resource model (`[nic] model = "rnic"`) at scenario level: what its
+//! pipelines, caches and PCIe cost a run, against analytic expectations, and that the
+//! default ideal NIC changes nothing.
+
+mod common;
+
+use common::*;
+use fabricsim_engine::Rate;
+
+const LONE: &str = "[topology]\nkind = \"leaf_spine\"\nleaves = 2\nspines = 2\nhosts_per_leaf = 4\n\
+                    [transport]\ncc = \"none\"\n\
+                    [[workload]]\nkind = \"flows\"\nflows = [{ src = 0, dst = 5, size = 1000000 }]\n";
+
+#[test]
+fn the_ideal_nic_is_the_default_and_changes_nothing() {
+    let (_, plain) = run(LONE);
+    let (_, ideal) = run(&format!("{LONE}[nic]\nmodel = \"ideal\"\n"));
+    assert_eq!(plain.flows, ideal.flows);
+    assert_eq!(plain.ports, ideal.ports);
+    assert_eq!(ideal.nics.rows(), 0);
+    assert!(ideal.summary["nic"].is_null());
+}
+
+#[test]
+fn a_modelled_nic_faster_than_the_wire_costs_a_lone_flow_about_one_context_fetch() {
+    let (_, plain) = run(LONE);
+    let (_, r) = run(&format!("{LONE}[nic]\nmodel = \"rnic\"\n"));
+    let extra = col_i64(&r, "fct_ns")[0] - col_i64(&plain, "fct_ns")[0];
+    // The sender's first packet waits for its QP's context (1 us), which shifts the
+    // whole train; the receiver's first waits for the responder's too, but the packets
+    // behind it arrive a frame time apart and the pipeline (200 Mpps, 256 Gb/s of
+    // PCIe, both ahead of a 100 Gb/s wire) has caught up long before the last one,
+    // whose write over PCIe adds a little (measured 1092 ns in all).
+    assert!((1000..1150).contains(&extra), "{extra} ns more than the ideal NIC");
+    let nics = &r.nics;
+    assert_eq!(col_u32(nics, "host"), [0, 1, 2, 3, 4, 5, 6, 7]);
+    let misses: u64 = col_u64(nics, "qp_misses").iter().sum();
+    // One context per NIC, fetched once: the requester's at the sender (its data out,
+    // its ACKs in), the responder's at the receiver.
+    assert_eq!(misses, 2);
+    // 245 data packets through the sender's transmit and the receiver's receive side.
+    assert_eq!((col_u64(nics, "tx_packets")[0] >= 245, col_u64(nics, "rx_packets")[5]), (true, 245));
+    assert_eq!(col_u64(nics, "pcie_read_bytes")[0], 1_000_000);
+    assert_eq!(col_u64(nics, "pcie_write_bytes")[5], 1_000_000);
+    assert_eq!(r.summary["nic"]["qp_misses"], 2);
+}
+
+#[test]
+fn a_pipeline_slower_than_the_wire_sets_the_pace() {
+    // One packet per microsecond: 245 packets of 4096 bytes take about 245 us, where
+    // the wire alone takes 82 us.
+    let (_, r) = run(&format!("{LONE}[nic]\nmodel = \"rnic\"\npacket_rate = 1e6\nqp_cache = \"none\"\n"));
+    let fct = col_i64(&r, "fct_ns")[0] as f64;
+    let packets = 1_000_000f64.div_euclid(4096.0) + 1.0;
+    assert!((fct - packets * 1000.0).abs() < 10_000.0, "{fct} ns for {packets} packets");
+    // PCIe below the wire's rate sets the pace instead: 1 MB at 50 Gb/s is 160 us.
+    let (_, r) = run(&format!("{LONE}[nic]\nmodel = \"rnic\"\npcie_rate = \"50Gbps\"\nqp_cache = \"none\"\n"));
+    let fct = col_i64(&r, "fct_ns")[0] as f64;
+    let pcie = Rate::gbps(50).tx_time(1_000_000).as_ns() as f64;
+    assert!(fct > pcie && fct < pcie * 1.05, "{fct} ns against {pcie} ns of PCIe");
+}
+
+/// StaR's point, and the seeds' QP-Scaling cost: contexts that do not fit on chip are
+/// fetched again and again. A 7:1 incast of 1 MB per sender: with QP-Scaling's 64 QPs
+/// per connection the receiver's NIC juggles 448 contexts in a 300-entry cache and
+/// nearly every packet waits a microsecond; with MRC's one QP per connection, 7.
+#[test]
+fn qp_scaling_thrashes_the_context_cache_where_mrc_does_not() {
+    let incast = |transport: &str, nic: &str| {
+        format!(
+            "[topology]\nkind = \"leaf_spine\"\nleaves = 2\nspines = 2\nhosts_per_leaf = 4\nswitch_buffer = \"16MB\"\n\
+             [fabric]\npfc = true\n[transport]\n{transport}\n\
+             [[workload]]\nkind = \"incast\"\nsenders = [1, 2, 3, 4, 5, 6, 7]\nreceiver = 0\nsize = \"1MB\"\n{nic}"
+        )
+    };
+    let qps = "kind = \"qp_scaling\"\nqps = 64\ncc = \"none\"";
+    let mrc = "kind = \"mrc\"";
+    let time = |r: &fabricsim_run::RunResult| r.summary["sim_time_ns"].as_f64().unwrap();
+    let (_, qps_ideal) = run(&incast(qps, ""));
+    let (_, qps_rnic) = run(&incast(qps, "[nic]\nmodel = \"rnic\"\n"));
+    let (_, mrc_ideal) = run(&incast(mrc, ""));
+    let (_, mrc_rnic) = run(&incast(mrc, "[nic]\nmodel = \"rnic\"\n"));
+    let receiver = |r: &fabricsim_run::RunResult| {
+        let (h, m) = (col_u64(&r.nics, "qp_hits")[0], col_u64(&r.nics, "qp_misses")[0]);
+        m as f64 / (h + m) as f64
+    };
+    println!(
+        "QP-Scaling-64: {:.0} -> {:.0} us, receiver misses {:.3}; MRC: {:.0} -> {:.0} us, misses {:.4}",
+        time(&qps_ideal) / 1e3,
+        time(&qps_rnic) / 1e3,
+        receiver(&qps_rnic),
+        time(&mrc_ideal) / 1e3,
+        time(&mrc_rnic) / 1e3,
+        receiver(&mrc_rnic)
+    );
+    assert!(receiver(&qps_rnic) > 0.5, "{}", receiver(&qps_rnic));
+    assert!(receiver(&mrc_rnic) < 0.01, "{}", receiver(&mrc_rnic));
+    // Measured: QP-Scaling 578 -> 1526 us (78 % of the receiver's lookups miss), MRC
+    // 595 -> 597 us (0.16 %).
+    assert!(time(&qps_rnic) > 2.0 * time(&qps_ideal));
+    assert!(time(&mrc_rnic) < 1.1 * time(&mrc_ideal));
+}
+
+#[test]
+fn bad_nic_settings_are_refused_by_name() {
+    let bad = [
+        ("qp_cache = 0", "nic.qp_cache"),
+        ("packet_rate = 0.5", "nic.packet_rate"),
+        ("page_size = \"8KB\"", "nic.page_size"),
+        ("memory = \"disk\"", "nic.memory"),
+        ("pcie_rate = \"0Gbps\"", "nic.pcie_rate"),
+        ("qp_fetch = \"0us\"", "nic.qp_fetch"),
+    ];
+    for (line, key) in bad {
+        let toml = format!("{LONE}[nic]\nmodel = \"rnic\"\n{line}\n");
+        let e = fabricsim_run::Scenario::from_toml(&toml).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.starts_with(key), "{line}: {e}");
+    }
+    // A resource of an ideal NIC would be ignored: refused.
+    let e = fabricsim_run::Scenario::from_toml(&format!("{LONE}[nic]\nqp_cache = 10\n")).unwrap_err().to_string();
+    assert!(e.starts_with("nic.qp_cache") && e.contains("model = \"rnic\""), "{e}");
+    // A group naming a host the fabric does not have.
+    let toml = format!("{LONE}[nic]\nmodel = \"rnic\"\n[[nic.groups]]\nhosts = [3, 99]\nmemory = \"gpu\"\n");
+    let e = fabricsim_run::Sim::new(fabricsim_run::Scenario::from_toml(&toml).unwrap()).err().unwrap().to_string();
+    assert!(e.starts_with("nic.groups[0].hosts[1]"), "{e}");
+}
+
+#[test]
+fn a_group_overrides_the_scenarios_nic_for_its_hosts() {
+    // Only host 5 (the receiver) modelled, with a slow pipeline: the sender's NIC is ideal.
+    let toml =
+        format!("{LONE}[nic]\nmodel = \"ideal\"\n[[nic.groups]]\nhosts = [5]\nmodel = \"rnic\"\npacket_rate = 1e6\n");
+    let (_, r) = run(&toml);
+    assert_eq!(col_u32(&r.nics, "host"), [5]);
+    assert_eq!(col_u64(&r.nics, "tx_packets")[0], col_u64(&r.nics, "rx_packets")[0]);
+    assert!(col_i64(&r, "fct_ns")[0] > 200_000);
+}
+
+#[test]
+fn modelled_nics_run_partitioned_with_the_same_counts() {
+    // Each partition models the NICs of its own hosts; the merged table has them all.
+    let toml = "[topology]\nkind = \"fat_tree\"\nk = 4\n[transport]\nkind = \"roce\"\n\
+                [[workload]]\nkind = \"permutation\"\nsize = \"200KB\"\n[nic]\nmodel = \"rnic\"\nqp_cache = 4\n";
+    let (_, one) = run(toml);
+    let (_, two) = run(&format!("partitions = 2\n{toml}"));
+    for r in [&one, &two] {
+        assert_eq!(r.summary["flows"]["unfinished"], 0);
+        assert_eq!(r.nics.rows(), 16);
+    }
+    // Every data packet passed a transmit and a receive pipeline once.
+    let data = |r: &fabricsim_run::RunResult, c: &str| col_u64(&r.nics, c).iter().sum::<u64>();
+    assert_eq!(data(&one, "pcie_read_bytes"), 16 * 200_000);
+    assert_eq!(data(&two, "pcie_read_bytes"), 16 * 200_000);
+    assert_eq!(data(&two, "pcie_write_bytes"), 16 * 200_000);
+}
