@@ -36,8 +36,8 @@ impl Nic {
         true
     }
 
-    /// Endpoint `ep` takes `pkt`.
-    #[inline]
+    /// Endpoint `ep` takes `pkt` (inlined into the delivery of every packet).
+    #[inline(always)]
     fn take<W: Wire>(&mut self, now: Time, ep: u32, pkt: &Packet, wire: &mut W) {
         self.eps[ep as usize].on_packet(now, pkt);
         self.after_input(now, ep, wire);

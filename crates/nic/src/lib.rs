@@ -202,4 +202,11 @@ impl Nic {
     pub fn poll_output(&mut self) -> Option<NicOutput> {
         self.out.pop_front()
     }
+
+    /// Whether there is anything to report (most packets leave nothing: a check the
+    /// owner makes inline before draining out of line).
+    #[inline(always)]
+    pub fn has_output(&self) -> bool {
+        !self.out.is_empty()
+    }
 }

