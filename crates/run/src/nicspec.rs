@@ -116,25 +116,11 @@ fn parse_model(r: &mut Reader<'_>, base: Option<Option<NicModel>>) -> Result<Opt
         return Ok(None);
     }
     let d = inherited.unwrap_or_else(|| defaults(r));
-    let count = |r: &mut Reader<'_>, key: &'static str, current: Option<u32>| -> Result<Option<u32>, ScenarioError> {
-        match r.raw_peek(key) {
-            None => Ok(current),
-            Some(Value::String(s)) if s == "none" => {
-                r.raw(key);
-                Ok(None)
-            }
-            Some(_) => Ok(Some(r.int_or(key, 0, 1, u32::MAX as i64)? as u32)),
-        }
+    let count = |r: &mut Reader<'_>, key: &'static str, current: Option<u32>| {
+        none_or(r, key, current, |r| Ok(r.int_or(key, 0, 1, u32::MAX as i64)? as u32))
     };
-    let rate = |r: &mut Reader<'_>, key: &'static str, current: Option<f64>| -> Result<Option<f64>, ScenarioError> {
-        match r.raw_peek(key) {
-            None => Ok(current),
-            Some(Value::String(s)) if s == "none" => {
-                r.raw(key);
-                Ok(None)
-            }
-            Some(_) => Ok(Some(r.float_or(key, 0.0, 1.0, 1e12)?)),
-        }
+    let rate = |r: &mut Reader<'_>, key: &'static str, current: Option<f64>| {
+        none_or(r, key, current, |r| r.float_or(key, 0.0, 1.0, 1e12))
     };
     let positive = |r: &mut Reader<'_>, key: &'static str, current: Dur| -> Result<Dur, ScenarioError> {
         match r.duration(key)? {
@@ -162,19 +148,10 @@ fn parse_model(r: &mut Reader<'_>, base: Option<Option<NicModel>>) -> Result<Opt
             _ => GdrTranslation::Atc,
         },
     };
-    let pcie_rate = match r.raw_peek("pcie_rate") {
-        None => d.pcie_rate,
-        Some(Value::String(s)) if s == "none" => {
-            r.raw("pcie_rate");
-            None
-        }
-        Some(_) => match r.rate("pcie_rate")? {
-            Some(x) if x.bps() == 0 => {
-                return Err(r.error("pcie_rate", "must be faster than 0 (or \"none\": unbounded)"))
-            }
-            x => x,
-        },
-    };
+    let pcie_rate = none_or(r, "pcie_rate", d.pcie_rate, |r| match r.rate("pcie_rate")? {
+        Some(x) if x.bps() > 0 => Ok(x),
+        _ => Err(r.error("pcie_rate", "must be faster than 0 (or \"none\": unbounded)")),
+    })?;
     Ok(Some(NicModel {
         packet_rate: rate(r, "packet_rate", d.packet_rate)?,
         wqe_rate: rate(r, "wqe_rate", d.wqe_rate)?,
@@ -190,6 +167,24 @@ fn parse_model(r: &mut Reader<'_>, base: Option<Option<NicModel>>) -> Result<Opt
         atc_outstanding: count(r, "atc_outstanding", Some(d.atc_outstanding))?.unwrap_or(u32::MAX),
         pcie_rate,
     }))
+}
+
+/// A limit that may be the word "none" (unbounded): `current` if the key is absent,
+/// `None` for the word, else what `parse` reads.
+fn none_or<T>(
+    r: &mut Reader<'_>,
+    key: &'static str,
+    current: Option<T>,
+    parse: impl FnOnce(&mut Reader<'_>) -> Result<T, ScenarioError>,
+) -> Result<Option<T>, ScenarioError> {
+    match r.raw_peek(key) {
+        None => Ok(current),
+        Some(Value::String(s)) if s == "none" => {
+            r.raw(key);
+            Ok(None)
+        }
+        Some(_) => parse(r).map(Some),
+    }
 }
 
 /// The catalog's defaults of a modelled NIC (one source: [`crate::schema::NIC`]).
