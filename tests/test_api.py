@@ -178,7 +178,7 @@ def test_save_writes_every_file_atomically(tmp_path, small_toml):
     r = fabricsim.run(small_toml)
     out = r.save(tmp_path / "out")
     names = sorted(p.name for p in out.iterdir())
-    tables = ["collectives", "connections", "ev_states", "faults", "flows", "jobs", "ooo", "paths", "ports", "throughput"]
+    tables = ["collectives", "connections", "ev_states", "faults", "flows", "jobs", "nics", "ooo", "paths", "ports", "throughput"]
     plots = ["fct_cdf.png", "queues.png", "throughput.png", "throughput_time.png"]
     assert names == sorted([f"{t}.parquet" for t in tables] + plots + ["scenario.toml", "summary.json"])
     pd.testing.assert_frame_equal(pd.read_parquet(out / "flows.parquet"), r.flows)

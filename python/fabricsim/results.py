@@ -88,6 +88,7 @@ class Result:
     ooo = property(lambda self: self.tables["ooo"], doc="Out-of-order degree histogram at multipath receivers.")
     throughput = property(lambda self: self.tables["throughput"], doc="Bytes each connection delivered per sampling interval.")
     faults = property(lambda self: self.tables["faults"], doc="Faults that happened, with their times.")
+    nics = property(lambda self: self.tables["nics"], doc="One row per modelled NIC: packets, QP-cache and translation misses, PCIe bytes.")
 
     @classmethod
     def from_core(cls, raw: Dict[str, Any], scenario_text: Optional[str] = None, source: Optional[Path] = None,
@@ -154,7 +155,7 @@ class Result:
 
     def save(self, out: "os.PathLike[str] | str", plots: Optional[bool] = None) -> Path:
         """Writes every table as Parquet (``flows``, ``ports``, ``collectives``,
-        ``connections``, ``paths``, ``ev_states``, ``ooo``, ``throughput``, ``faults``),
+        ``connections``, ``paths``, ``ev_states``, ``ooo``, ``throughput``, ``faults``, ``nics``),
         ``summary.json``, the scenario (``scenario.toml``: the input with the run's
         ``seed``/``partitions`` overrides, or a dict scenario written as TOML), a pcap
         capture if one was taken (``capture.pcap``) and the plots into ``out``.

@@ -450,9 +450,9 @@ pub const NIC: &[Param] = &[
     p("page_size", Ty::Size, "4KB", "Page size of the translations: 4KB or 2MB (STELLAR Fig. 8 uses 4 KB)."),
     c("memory", "host", &["host", "gpu"], "Where the buffers this NIC reads and writes live: host memory (translated by the MTT) or GPU memory (GPU Direct RDMA, translated by gdr_translation)."),
     c("gdr_translation", "atc", &["atc", "emtt"], "GPU memory translation (STELLAR section 6): atc = PCIe ATS, the NIC's address translation cache with misses answered by the host's IOMMU; emtt = STELLAR's extended MTT, GPU translations in the NIC's own table."),
-    p("atc_cache", Ty::Int, "8192", "ATC entries (pages). 8192 x 4 KB = 32 MB: fabricsim's calibration to STELLAR Fig. 8, where 16 connections' GDR WRITEs lose throughput past 2 MB each (32 MB in all); the paper gives no figure."),
+    p("atc_cache", Ty::Int, "8192", "ATC entries (pages). 8192 x 4 KB = 32 MB, chosen from STELLAR Fig. 8, where 16 connections' GDR WRITEs lose throughput past 2 MB each (32 MB in all); the paper gives no size. Not yet checked against the figure by a run."),
     p("atc_miss", Ty::Duration, "1us", "Time an ATS translation request takes (a PCIe round trip and the IOMMU's walk)."),
-    p("atc_outstanding", Ty::Int, "4", "ATS translation requests under way at once (fabricsim's calibration to STELLAR Fig. 8's throughput past the ATC's reach)."),
+    p("atc_outstanding", Ty::Int, "4", "ATS translation requests under way at once (a guess: no public figure; STELLAR Fig. 8's throughput past the ATC's reach would calibrate it, not yet done)."),
     p("pcie_rate", Ty::Rate, "256Gbps", "PCIe bandwidth each direction for payload DMA (Gen4 x16: 16 GT/s x 16 lanes, 128b/130b); \"none\": unbounded."),
     p("groups", Ty::List, "none", "Array of tables [[nic.groups]]: `hosts` (a list of host indices) and any keys above, which override the scenario's for those hosts' NICs (later groups win)."),
 ];
