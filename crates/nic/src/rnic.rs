@@ -508,12 +508,11 @@ mod tests {
         let gpu = NicModel { memory: Memory::Gpu, mtt_cache: Some(1 << 20), ..model() };
         let mut atc = RnicState::new(gpu);
         let mut emtt = RnicState::new(NicModel { gdr: GdrTranslation::Emtt, ..gpu });
-        for round in 0..2 {
+        for _round in 0..2 {
             for p in 0..128u64 {
                 let w = Work { qp: 0, payload: 4096, addr: p * 4096, wqe: false };
                 atc.receive(Time::ZERO, w);
                 emtt.receive(Time::ZERO, w);
-                let _ = round;
             }
         }
         assert_eq!((atc.stats.atc_hits, atc.stats.atc_misses), (0, 256));
