@@ -1,3 +1,4 @@
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -42,3 +43,11 @@ def mrc_incast(planes: int, **fabric) -> dict:
 def cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
     """Runs the ``fabricsim`` command of the installed package."""
     return subprocess.run([sys.executable, "-m", "fabricsim", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def popen_interruptible(args, **kwargs) -> subprocess.Popen:
+    """``subprocess.Popen`` for a child the test will Ctrl-C: SIGINT set back to its
+    default in the child. A test run started in the background of a shell without job
+    control (as some CI runners start it) inherits SIGINT ignored, and Python keeps an
+    ignored SIGINT ignored, so the child would never see the signal the test sends."""
+    return subprocess.Popen(args, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **kwargs)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import fabricsim.cli
+from conftest import popen_interruptible
 
 # Long enough (about 2 s of simulation) to be still running at every moment below.
 LONG = """
@@ -56,8 +57,8 @@ def test_ctrl_c_at_any_early_moment_is_interrupted_and_130(tmp_path, how):
     if not Path(command[0]).exists():
         pytest.skip(f"no {command[0]}")
     for delay in (0, 0.002, 0.01, 0.03, 0.06, 0.1, 0.2, 0.3, 0.5):
-        p = subprocess.Popen([*command, "run", str(scenario), "--out", str(tmp_path / "o"), "--quiet"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        p = popen_interruptible([*command, "run", str(scenario), "--out", str(tmp_path / "o"), "--quiet"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             _wait_for_our_code(p)
             time.sleep(delay)

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 import fabricsim
-from conftest import SMALL, cli
+from conftest import SMALL, cli, popen_interruptible
 from fabricsim.grid import axes, expand_range, points
 from fabricsim.point import figures
 
@@ -184,8 +184,8 @@ def _sweep_file(tmp_path: Path, seeds: int) -> Path:
 def test_an_interrupted_sweep_resumes_where_it_stopped(tmp_path):
     spec = _sweep_file(tmp_path, 30)
     out = tmp_path / "o"
-    proc = subprocess.Popen([sys.executable, "-m", "fabricsim", "sweep", str(spec), "--out", str(out), "--jobs", "2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = popen_interruptible([sys.executable, "-m", "fabricsim", "sweep", str(spec), "--out", str(out), "--jobs", "2"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while len(list(out.glob("points/*/point.json"))) < 4 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
