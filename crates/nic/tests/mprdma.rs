@@ -8,7 +8,7 @@ use fabricsim_transport::mprdma::{EcnCut, MprdmaConfig, MprdmaSender};
 use fabricsim_transport::{AnyEndpoint, Endpoint, Message};
 use fabricsim_wire::{opcode, Packet};
 use proptest::prelude::*;
-use util::{info, Pair};
+use util::{info, path_of, Pair};
 
 fn cfg() -> MprdmaConfig {
     MprdmaConfig {
@@ -39,15 +39,6 @@ fn pair_with(c: MprdmaConfig, seed: u64) -> Pair {
     };
     let r = SprayResponder::new(info(1, 0), rcfg, Rng::new(seed + 1));
     Pair::new(AnyEndpoint::Mprdma(s), AnyEndpoint::Spray(r), Rate::gbps(100), Dur::from_us(2))
-}
-
-/// Entropy of a packet's path: data carry it in their header, ACKs echo it.
-fn path_of(p: &Packet) -> u32 {
-    if p.bth.opcode == opcode::X_ACK {
-        p.ext.ev
-    } else {
-        p.net.entropy()
-    }
 }
 
 fn cwnd(p: &Pair) -> f64 {

@@ -6,9 +6,9 @@ use fabricsim_engine::{Dur, Rate, Rng, Time};
 use fabricsim_transport::common::{SprayResponder, SprayResponderConfig};
 use fabricsim_transport::udmp::{UdmpConfig, UdmpSender};
 use fabricsim_transport::{AnyEndpoint, Endpoint, Message};
-use fabricsim_wire::{opcode, Packet};
+use fabricsim_wire::Packet;
 use proptest::prelude::*;
-use util::{info, Pair};
+use util::{info, path_of, Pair};
 
 fn cfg(paths: u32) -> UdmpConfig {
     UdmpConfig {
@@ -43,15 +43,6 @@ fn pair_with_bitmap(c: UdmpConfig, seed: u64, bitmap: u32) -> Pair {
     };
     let r = SprayResponder::new(info(1, 0), rcfg, Rng::new(seed + 1));
     Pair::new(AnyEndpoint::Udmp(s), AnyEndpoint::Spray(r), Rate::gbps(100), Dur::from_us(10))
-}
-
-/// Entropy of a packet's path: data carry it in their header, ACKs echo it.
-fn path_of(p: &Packet) -> u32 {
-    if p.bth.opcode == opcode::X_ACK {
-        p.ext.ev
-    } else {
-        p.net.entropy()
-    }
 }
 
 /// Holds PSN 0 on the wire for `stuck` (only its first copy if `first_copy_only`); every

@@ -11,7 +11,7 @@
 use fabricsim_engine::{Dur, EventQueue, Rate, Rng, Time};
 use fabricsim_nic::{EndpointPlace, Nic, NicEvent, NicOutput, Wire};
 use fabricsim_transport::{AnyEndpoint, AppEvent, ConnInfo, Endpoint, Poll};
-use fabricsim_wire::{Ecn, Packet, TrafficClass};
+use fabricsim_wire::{opcode, Ecn, Packet, TrafficClass};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -285,4 +285,13 @@ pub fn drain(e: &mut dyn Endpoint, t: Time, port: u8) -> Vec<Packet> {
         _ => None,
     })
     .collect()
+}
+
+/// Entropy of a sprayed packet's path: data carry it in their header, ACKs echo it.
+pub fn path_of(p: &Packet) -> u32 {
+    if p.bth.opcode == opcode::X_ACK {
+        p.ext.ev
+    } else {
+        p.net.entropy()
+    }
 }
