@@ -222,13 +222,16 @@ impl Nic {
             return;
         }
         let qi = (host * self.ports_per_host + port as u32) as usize;
-        if self.modelled() && self.staged[qi].is_some() {
-            // The port waits for the packet its NIC is preparing.
-            self.send_staged(now, host, port, qi, wire);
-            return;
+        let mut data_held = false;
+        if self.modelled() {
+            match self.send_staged(now, host, port, qi, wire) {
+                Staged::None => {}
+                Staged::Waits => return,
+                Staged::DataPaused => data_held = true,
+            }
         }
         for data in [false, true] {
-            if data && !wire.can_send(host, port, TrafficClass::Data, now) {
+            if data && (data_held || !wire.can_send(host, port, TrafficClass::Data, now)) {
                 return;
             }
             let mut budget = if data { self.queues[qi].data.len() } else { self.queues[qi].ctrl.len() };
@@ -241,11 +244,14 @@ impl Nic {
                 let poll = self.eps[ep as usize].poll_transmit(now, port);
                 match poll {
                     Poll::Send(pkt) => {
+                        // The ideal NIC's branch is kept apart: it is every packet's path.
                         if self.modelled() {
                             let w = self.work(ep, &pkt, true);
                             let ready = self.rnic[host as usize].transmit(now, w);
                             if ready > now {
-                                self.staged[qi] = Some((ready, pkt));
+                                let slot = &mut self.staged[qi][pkt.net.class as usize];
+                                debug_assert!(slot.is_none(), "a staged packet's slot taken again");
+                                *slot = Some((ready, pkt));
                                 wire.schedule(ready, NicEvent::Tx { host, port });
                             } else {
                                 wire.send(now, host, port, pkt);
@@ -274,14 +280,42 @@ impl Nic {
         }
     }
 
-    /// The packet staged on a port of a modelled NIC goes on the wire once it is ready
-    /// and the wire takes its class (a paused data class holds it).
-    fn send_staged<W: Wire>(&mut self, now: Time, host: u32, port: u8, qi: usize, wire: &mut W) {
-        let Some((ready, pkt)) = self.staged[qi] else { return };
-        if ready > now || !wire.can_send(host, port, pkt.net.class, now) {
-            return;
+    /// The packets staged on a port of a modelled NIC go on the wire once ready, control
+    /// first. A staged control frame, or a data frame still being prepared, holds the
+    /// port (the transmit pipeline is in order: nothing polled now would be ready
+    /// sooner); a ready data frame whose class PFC pauses holds only the data class.
+    fn send_staged<W: Wire>(&mut self, now: Time, host: u32, port: u8, qi: usize, wire: &mut W) -> Staged {
+        const CTRL: usize = TrafficClass::Control as usize;
+        const DATA: usize = TrafficClass::Data as usize;
+        let ctrl = self.staged[qi][CTRL];
+        if let Some((ready, pkt)) = ctrl {
+            if ready <= now {
+                self.staged[qi][CTRL] = None;
+                wire.send(now, host, port, pkt);
+                return Staged::Waits;
+            }
         }
-        self.staged[qi] = None;
-        wire.send(now, host, port, pkt);
+        match self.staged[qi][DATA] {
+            Some((ready, pkt)) if ready <= now && wire.can_send(host, port, TrafficClass::Data, now) => {
+                self.staged[qi][DATA] = None;
+                wire.send(now, host, port, pkt);
+                Staged::Waits
+            }
+            Some((ready, _)) if ready <= now && ctrl.is_none() => Staged::DataPaused,
+            Some(_) => Staged::Waits,
+            None if ctrl.is_some() => Staged::Waits,
+            None => Staged::None,
+        }
     }
+}
+
+/// What the packets staged on a modelled NIC's port leave the port to do.
+enum Staged {
+    /// Nothing staged: serve the queues.
+    None,
+    /// A staged frame went out or is still being prepared: the port has nothing more
+    /// to do now.
+    Waits,
+    /// A ready data frame waits for its class's pause to end: control frames may go.
+    DataPaused,
 }

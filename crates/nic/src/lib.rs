@@ -141,9 +141,11 @@ pub struct Nic {
     /// Per host, packets its NIC is still processing, with when each is done (in
     /// order: its receive pipeline keeps it).
     pub(crate) rx_queue: Vec<VecDeque<(Time, fabricsim_wire::Packet)>>,
-    /// Per `(host, port)`, a packet the NIC is preparing to send and when it is ready
-    /// (the port waits for it).
-    pub(crate) staged: Vec<Option<(Time, fabricsim_wire::Packet)>>,
+    /// Per `(host, port)` and traffic class (indexed by `TrafficClass as usize`), a
+    /// packet the NIC is preparing to send and when it is ready (the port waits for
+    /// it). Two slots, so that a data frame held by a PFC pause does not hold the
+    /// control frames behind it, as it does not on an ideal NIC.
+    pub(crate) staged: Vec<[Option<(Time, fabricsim_wire::Packet)>; 2]>,
     /// Per endpoint, where its next payload byte goes or comes from (a RoCE packet
     /// after a message's first carries no address: the context holds it).
     pub(crate) next_addr: Vec<u64>,
@@ -182,7 +184,7 @@ impl Nic {
         let ideal = rnic::NicModel::unbounded();
         self.rnic = all.into_iter().map(|m| rnic::RnicState::new(m.unwrap_or(ideal))).collect();
         self.rx_queue = vec![VecDeque::new(); hosts as usize];
-        self.staged = vec![None; self.queues.len()];
+        self.staged = vec![[None, None]; self.queues.len()];
         self.next_addr = vec![0; self.eps.len()];
     }
 

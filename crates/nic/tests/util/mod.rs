@@ -71,11 +71,15 @@ pub struct Link {
     /// Packets put on the wire in each direction.
     pub sent: [u64; 2],
     pub lost: [u64; 2],
+    /// Per side, from when its data class is paused (as PFC pauses it; `Time::MAX`:
+    /// never).
+    pub data_paused_from: [Time; 2],
 }
 
 impl Wire for Link {
-    fn can_send(&self, host: u32, port: u8, _class: TrafficClass, _now: Time) -> bool {
+    fn can_send(&self, host: u32, port: u8, class: TrafficClass, now: Time) -> bool {
         !self.busy[host as usize][port as usize]
+            && (class != TrafficClass::Data || now < self.data_paused_from[host as usize])
     }
 
     fn send(&mut self, now: Time, host: u32, port: u8, mut pkt: Packet) {
@@ -136,6 +140,7 @@ impl Pair {
             delay_of: None,
             sent: [0; 2],
             lost: [0; 2],
+            data_paused_from: [Time::MAX; 2],
         };
         Pair { nic, link, events: Vec::new() }
     }
@@ -163,8 +168,13 @@ impl Pair {
 
     /// Posts `msg` on the requester now.
     pub fn post(&mut self, msg: fabricsim_transport::Message) {
+        self.post_on(0, msg);
+    }
+
+    /// Posts `msg` on endpoint `ep` now (a requester of a connection added to `nic`).
+    pub fn post_on(&mut self, ep: u32, msg: fabricsim_transport::Message) {
         let now = self.now();
-        self.nic.post_message(now, 0, msg, &mut self.link);
+        self.nic.post_message(now, ep, msg, &mut self.link);
         self.collect();
     }
 
