@@ -36,7 +36,8 @@
 //! direction its own lanes); a pipeline faster than PCIe is held to it.
 
 use fabricsim_engine::{Dur, Rate, Time};
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 
 /// Where the buffers a NIC reads and writes live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -233,21 +234,24 @@ impl Lru {
 /// packets can have waiting.
 pub const MAX_SLOTS: u32 = 4096;
 
-/// Slots of a bounded number of concurrent requests: when each is free again.
+/// Slots of a bounded number of concurrent requests: when each is free again, the
+/// earliest (then the lowest-numbered) on top, so a request costs O(log n) even with
+/// [`MAX_SLOTS`] of them.
 #[derive(Clone, Debug, Default)]
-struct Slots(Vec<Time>);
+struct Slots(BinaryHeap<Reverse<(Time, u32)>>);
 
 impl Slots {
     /// `n` slots (at most [`MAX_SLOTS`]: as good as unbounded).
     fn new(n: u32) -> Slots {
-        Slots(vec![Time::ZERO; n.clamp(1, MAX_SLOTS) as usize])
+        Slots((0..n.clamp(1, MAX_SLOTS)).map(|i| Reverse((Time::ZERO, i))).collect())
     }
 
     /// Starts a request of `cost` at `now` or when a slot frees: its completion.
     fn request(&mut self, now: Time, cost: Dur) -> Time {
-        let (i, free) = self.0.iter().enumerate().min_by_key(|&(i, &t)| (t, i)).map(|(i, &t)| (i, t)).expect("a slot");
+        let mut top = self.0.peek_mut().expect("a slot");
+        let Reverse((free, i)) = *top;
         let done = now.max(free) + cost;
-        self.0[i] = done;
+        *top = Reverse((done, i));
         done
     }
 }
@@ -268,6 +272,9 @@ fn per(rate: Option<f64>) -> Dur {
 #[derive(Clone, Debug)]
 pub struct RnicState {
     model: NicModel,
+    /// A packet's time in a pipeline, and a work request's extra (from the rates).
+    packet_service: Dur,
+    wqe_service: Dur,
     tx: Pipeline,
     rx: Pipeline,
     qp: Lru,
@@ -300,6 +307,8 @@ impl RnicState {
         let unbounded = |c: Option<u32>| c.map_or(usize::MAX, |c| c as usize);
         RnicState {
             model,
+            packet_service: per(model.packet_rate),
+            wqe_service: per(model.wqe_rate),
             tx: Pipeline::default(),
             rx: Pipeline::default(),
             qp: Lru::new(unbounded(model.qp_cache)),
@@ -325,30 +334,25 @@ impl RnicState {
                 ready = ready.max(self.fetches.request(now, self.model.qp_fetch));
             }
         }
-        if w.payload > 0 {
+        // GPU memory behind the ATC is translated by it; everything else by the MTT,
+        // which costs nothing when its cache is unbounded.
+        let atc = self.model.memory == Memory::Gpu && self.model.gdr == GdrTranslation::Atc;
+        if w.payload > 0 && (atc || self.model.mtt_cache.is_some()) {
             let page = self.model.page.max(1);
             let (first, last) = (w.addr / page, (w.addr + w.payload - 1) / page);
             for p in first..=last {
-                match (self.model.memory, self.model.gdr) {
-                    (Memory::Gpu, GdrTranslation::Atc) => {
-                        if self.atc.touch(p) {
-                            self.stats.atc_hits += 1;
-                        } else {
-                            self.stats.atc_misses += 1;
-                            ready = ready.max(self.ats.request(now, self.model.atc_miss));
-                        }
+                if atc {
+                    if self.atc.touch(p) {
+                        self.stats.atc_hits += 1;
+                    } else {
+                        self.stats.atc_misses += 1;
+                        ready = ready.max(self.ats.request(now, self.model.atc_miss));
                     }
-                    (Memory::Host, _) | (Memory::Gpu, GdrTranslation::Emtt) => {
-                        if self.model.mtt_cache.is_none() {
-                            continue;
-                        }
-                        if self.mtt.touch(p) {
-                            self.stats.mtt_hits += 1;
-                        } else {
-                            self.stats.mtt_misses += 1;
-                            ready = ready.max(self.fetches.request(now, self.model.qp_fetch));
-                        }
-                    }
+                } else if self.mtt.touch(p) {
+                    self.stats.mtt_hits += 1;
+                } else {
+                    self.stats.mtt_misses += 1;
+                    ready = ready.max(self.fetches.request(now, self.model.qp_fetch));
                 }
             }
         }
@@ -359,10 +363,10 @@ impl RnicState {
     pub(crate) fn transmit(&mut self, now: Time, w: Work) -> Time {
         self.stats.tx_packets += 1;
         let ready = self.lookups(now, &w);
-        let mut service = per(self.model.packet_rate);
+        let mut service = self.packet_service;
         if w.wqe {
             self.stats.wqes += 1;
-            service += per(self.model.wqe_rate);
+            service += self.wqe_service;
         }
         let start = ready.max(self.tx.free);
         let mut out = start;
@@ -388,7 +392,7 @@ impl RnicState {
     pub(crate) fn receive(&mut self, now: Time, w: Work) -> Time {
         self.stats.rx_packets += 1;
         let ready = self.lookups(now, &w);
-        let service = per(self.model.packet_rate);
+        let service = self.packet_service;
         let start = ready.max(self.rx.free);
         let mut done = start + service;
         if w.payload > 0 {

@@ -6,9 +6,10 @@
 //! catalog ([`crate::schema::NIC`]). `[[nic.groups]]` entries override keys for the
 //! hosts they list (a GPU server's NICs beside host-memory clients, say).
 
-use crate::schema::{self, Reader};
+use crate::scenario::positive_duration_or;
+use crate::schema::{self, parse_float_default, Reader};
+use crate::units::{parse_duration, parse_rate, parse_size};
 use crate::ScenarioError;
-use fabricsim_engine::Dur;
 use fabricsim_nic::rnic::{GdrTranslation, Memory, NicModel};
 use toml::Value;
 
@@ -27,12 +28,7 @@ impl NicSpec {
         self.groups.iter().rev().find(|(hosts, _)| hosts.contains(&h)).map_or(self.model, |g| g.1)
     }
 
-    /// Whether any NIC is modelled.
-    pub fn any(&self) -> bool {
-        self.model.is_some() || self.groups.iter().any(|g| g.1.is_some())
-    }
-
-    /// The largest host index a group names, with its key, for checking against the
+    /// Every host index a group names, with its key, for checking against the
     /// topology.
     pub fn hosts_named(&self) -> impl Iterator<Item = (String, u32)> + '_ {
         self.groups.iter().enumerate().flat_map(|(g, (hosts, _))| {
@@ -91,23 +87,10 @@ fn parse_model(r: &mut Reader<'_>, base: Option<Option<NicModel>>) -> Result<Opt
         (None, None) if base.is_some() => "ideal".to_string(),
         _ => r.choose("model")?,
     };
-    let keys = [
-        "packet_rate",
-        "wqe_rate",
-        "qp_cache",
-        "qp_fetch",
-        "fetches",
-        "mtt_cache",
-        "page_size",
-        "memory",
-        "gdr_translation",
-        "atc_cache",
-        "atc_miss",
-        "atc_outstanding",
-        "pcie_rate",
-    ];
+    // The keys of a modelled NIC's resources: every key of the table but these two.
+    let mut keys = schema::NIC.iter().map(|p| p.key).filter(|k| !matches!(*k, "model" | "groups"));
     if kind == "ideal" {
-        if let Some(k) = keys.iter().find(|k| r.raw_peek(k).is_some()) {
+        if let Some(k) = keys.find(|k| r.raw_peek(k).is_some()) {
             // It would be ignored: an ideal NIC has no resources.
             return Err(
                 r.error(k, "applies to model = \"rnic\"; this NIC is model = \"ideal\" (no resources modelled)")
@@ -121,13 +104,6 @@ fn parse_model(r: &mut Reader<'_>, base: Option<Option<NicModel>>) -> Result<Opt
     };
     let rate = |r: &mut Reader<'_>, key: &'static str, current: Option<f64>| {
         none_or(r, key, current, |r| r.float_or(key, 0.0, 1.0, 1e12))
-    };
-    let positive = |r: &mut Reader<'_>, key: &'static str, current: Dur| -> Result<Dur, ScenarioError> {
-        match r.duration(key)? {
-            None => Ok(current),
-            Some(Dur::ZERO) => Err(r.error(key, "must be longer than 0")),
-            Some(t) => Ok(t),
-        }
     };
     let page = match r.size("page_size")? {
         None => d.page,
@@ -156,14 +132,14 @@ fn parse_model(r: &mut Reader<'_>, base: Option<Option<NicModel>>) -> Result<Opt
         packet_rate: rate(r, "packet_rate", d.packet_rate)?,
         wqe_rate: rate(r, "wqe_rate", d.wqe_rate)?,
         qp_cache: count(r, "qp_cache", d.qp_cache)?,
-        qp_fetch: positive(r, "qp_fetch", d.qp_fetch)?,
+        qp_fetch: positive_duration_or(r, "qp_fetch", d.qp_fetch)?,
         fetches: count(r, "fetches", Some(d.fetches))?.unwrap_or(u32::MAX),
         mtt_cache: count(r, "mtt_cache", d.mtt_cache)?,
         page,
         memory,
         gdr,
         atc_cache: count(r, "atc_cache", Some(d.atc_cache))?.unwrap_or(u32::MAX),
-        atc_miss: positive(r, "atc_miss", d.atc_miss)?,
+        atc_miss: positive_duration_or(r, "atc_miss", d.atc_miss)?,
         atc_outstanding: count(r, "atc_outstanding", Some(d.atc_outstanding))?.unwrap_or(u32::MAX),
         pcie_rate,
     }))
@@ -189,23 +165,25 @@ fn none_or<T>(
 
 /// The catalog's defaults of a modelled NIC (one source: [`crate::schema::NIC`]).
 fn defaults(r: &Reader<'_>) -> NicModel {
-    let text = |k: &str| r.default_text(k);
-    let none_or = |k: &str| (text(k) != "none").then(|| text(k));
-    let dur = |k: &str| crate::units::parse_duration(text(k)).expect("the catalog's default parses");
-    let int = |k: &str| none_or(k).map(|t| t.parse::<u32>().expect("the catalog's default parses"));
+    // A limit whose default is the word "none": unbounded.
+    fn limit<T>(r: &Reader<'_>, key: &str, parse: impl FnOnce(&str) -> Option<T>) -> Option<T> {
+        (r.default_text(key) != "none").then(|| r.parsed_default(key, parse))
+    }
+    let int = |key| limit(r, key, |t| t.parse::<u32>().ok());
+    let dur = |key| r.parsed_default(key, |t| parse_duration(t).ok());
     NicModel {
-        packet_rate: none_or("packet_rate").map(|t| t.parse().expect("the catalog's default parses")),
-        wqe_rate: none_or("wqe_rate").map(|t| t.parse().expect("the catalog's default parses")),
+        packet_rate: limit(r, "packet_rate", parse_float_default),
+        wqe_rate: limit(r, "wqe_rate", parse_float_default),
         qp_cache: int("qp_cache"),
         qp_fetch: dur("qp_fetch"),
         fetches: int("fetches").unwrap_or(u32::MAX),
         mtt_cache: int("mtt_cache"),
-        page: crate::units::parse_size(text("page_size")).expect("the catalog's default parses"),
-        memory: if text("memory") == "gpu" { Memory::Gpu } else { Memory::Host },
-        gdr: if text("gdr_translation") == "emtt" { GdrTranslation::Emtt } else { GdrTranslation::Atc },
+        page: r.parsed_default("page_size", |t| parse_size(t).ok()),
+        memory: if r.default_text("memory") == "gpu" { Memory::Gpu } else { Memory::Host },
+        gdr: if r.default_text("gdr_translation") == "emtt" { GdrTranslation::Emtt } else { GdrTranslation::Atc },
         atc_cache: int("atc_cache").unwrap_or(u32::MAX),
         atc_miss: dur("atc_miss"),
         atc_outstanding: int("atc_outstanding").unwrap_or(u32::MAX),
-        pcie_rate: none_or("pcie_rate").map(|t| crate::units::parse_rate(t).expect("the catalog's default parses")),
+        pcie_rate: limit(r, "pcie_rate", |t| parse_rate(t).ok()),
     }
 }

@@ -515,8 +515,6 @@ fn parse_fabric(v: &Value, buffer: u64, mtu: u32) -> Result<(FabricConfig, Optio
     Ok((cfg, reroute_after))
 }
 
-/// A duration key that may also be `"none"`: `None` when absent, `Some(None)` for
-/// "none". `example` shows a valid duration in the error.
 /// A duration or the word "none" (`None`), or the catalog's default, which is one or
 /// the other.
 fn duration_or_none<'a>(r: &mut Reader<'a>, key: &'a str) -> Result<Option<Dur>, ScenarioError> {
@@ -704,7 +702,7 @@ fn positive_duration(r: &mut Reader<'_>, key: &'static str) -> Result<Dur, Scena
 }
 
 /// A duration longer than 0, or `default` (which a preset sets).
-fn positive_duration_or(r: &mut Reader<'_>, key: &'static str, default: Dur) -> Result<Dur, ScenarioError> {
+pub(crate) fn positive_duration_or(r: &mut Reader<'_>, key: &'static str, default: Dur) -> Result<Dur, ScenarioError> {
     match r.duration(key)? {
         Some(Dur::ZERO) => Err(r.error(key, "must be longer than 0")),
         Some(d) => Ok(d),
@@ -1194,12 +1192,12 @@ fn parse_startup(path: &str, v: &Value) -> Result<Startup, ScenarioError> {
     let mut r = Reader::new(path, v)?;
     r.documented(&schema::STARTUP.iter().collect::<Vec<_>>());
     let d = Startup::default();
-    let pinning = match r.choice("pinning", "pvdma", &["none", "pin_all", "pvdma"])?.as_str() {
+    let pinning = match r.choose("pinning")?.as_str() {
         "none" => Pinning::None,
         "pin_all" => Pinning::PinAll,
         _ => Pinning::Pvdma,
     };
-    let device = match r.choice("device", "none", &["none", "vf", "vstellar"])?.as_str() {
+    let device = match r.choose("device")?.as_str() {
         "vf" => Device::Vf,
         "vstellar" => Device::Vstellar,
         _ => Device::None,
@@ -1506,7 +1504,7 @@ fn parse_fault(i: usize, v: &Value, stop: Option<Dur>) -> Result<FaultSpec, Scen
 fn parse_output(v: &Value) -> Result<OutputSpec, ScenarioError> {
     let mut r = Reader::new("output", v)?;
     r.documented(&schema::OUTPUT.iter().collect::<Vec<_>>());
-    let sample_interval = r.duration("sample_interval")?.unwrap_or(Dur::from_us(10));
+    let sample_interval = r.duration_d("sample_interval")?;
     if sample_interval > Dur::ZERO && sample_interval < Dur::from_ns(1) {
         // Sample times are written in whole nanoseconds.
         return Err(r.error("sample_interval", format!("must be \"0us\" (off) or at least 1ns, got {sample_interval}")));

@@ -601,7 +601,7 @@ impl<'a> Reader<'a> {
 
     /// The catalog's default of `key` parsed by `parse`. Panics on a default that does
     /// not parse (a catalog bug, caught by the catalog's tests).
-    fn parsed_default<T>(&self, key: &str, parse: impl FnOnce(&str) -> Option<T>) -> T {
+    pub(crate) fn parsed_default<T>(&self, key: &str, parse: impl FnOnce(&str) -> Option<T>) -> T {
         let text = self.default_text(key);
         parse(text).unwrap_or_else(|| panic!("{}: the catalog's default {text:?} does not parse", self.path(key)))
     }
@@ -790,7 +790,7 @@ impl<'a> Reader<'a> {
 }
 
 /// A float default as the catalog writes it: a number or a fraction (`1/256`).
-fn parse_float_default(text: &str) -> Option<f64> {
+pub(crate) fn parse_float_default(text: &str) -> Option<f64> {
     match text.split_once('/') {
         Some((a, b)) => Some(a.trim().parse::<f64>().ok()? / b.trim().parse::<f64>().ok()?),
         None => text.parse().ok(),
