@@ -61,6 +61,12 @@
 //! ```
 //! Field meanings are those of [`Ext`].
 //!
+//! # StaR header (24 bytes, big-endian)
+//! StaR's opcodes (`0xD0..=0xD6`, [`opcode::is_star`]) carry the StaR header and no
+//! other: see [`Sth`] for its layout. It is implied by the opcode, so a StaR packet is
+//! written with the explicit bits only when trimmed (their header bits then zero).
+//! Wireshark knows none of this: `wireshark/fabricsim_star.lua` dissects it.
+//!
 //! # CNP
 //! A RoCEv2 CNP (opcode `0x81`) carries 16 reserved zero bytes after its headers. The
 //! simulator's CNP has no payload, so the frame is 16 bytes longer than
@@ -85,8 +91,8 @@ use std::fmt;
 
 use crate::checksum::{udp6_checksum, Crc32};
 use crate::packet::{
-    hdr, opcode, Aeth, Bth, Ecn, Ext, NetHdr, Packet, Reth, TrafficClass, AETH_BYTES, EXT_BYTES, IMM_BYTES, RETH_BYTES,
-    ROCEV2_UDP_PORT,
+    hdr, opcode, Aeth, Bth, Ecn, Ext, NetHdr, Packet, Reth, Sth, TrafficClass, AETH_BYTES, EXT_BYTES, IMM_BYTES,
+    RETH_BYTES, ROCEV2_UDP_PORT, STH_BYTES,
 };
 
 /// Added to [`Bth::dest_qp`] (the simulator's endpoint number, from 0) on the wire, so
@@ -318,6 +324,7 @@ pub fn standard_hdrs(op: u8) -> Option<u8> {
         // READ response first/last/only, ACKNOWLEDGE.
         0x0D | 0x0F | 0x10 | 0x11 => Some(hdr::AETH),
         opcode::CNP => Some(0),
+        opcode::STAR_WQEP..=opcode::STAR_SDP => Some(hdr::STH),
         0xC0..=0xFF => Some(hdr::EXT),
         _ => None,
     }
@@ -337,6 +344,9 @@ fn ext_header_bytes(pkt_hdrs: u8, op: u8) -> usize {
     }
     if pkt_hdrs & hdr::EXT != 0 {
         n += EXT_BYTES as usize;
+    }
+    if pkt_hdrs & hdr::STH != 0 {
+        n += STH_BYTES as usize;
     }
     if op == opcode::CNP {
         n += CNP_RESERVED_BYTES;
@@ -456,7 +466,7 @@ pub fn emit(pkt: &Packet, cfg: &EncodeConfig, out: &mut Vec<u8>) -> Result<usize
     out.extend_from_slice(&[0, 0]);
 
     let mig = if cfg.mig_req { BTH_MIG } else { 0 };
-    let standard = standard_hdrs(op) == Some(pkt.hdrs & RESV7_HDRS);
+    let standard = standard_hdrs(op) == Some(pkt.hdrs & (RESV7_HDRS | hdr::STH));
     let resv7 = if standard && !net.trimmed {
         0
     } else {
@@ -492,6 +502,16 @@ pub fn emit(pkt: &Packet, cfg: &EncodeConfig, out: &mut Vec<u8>) -> Result<usize
         out.extend_from_slice(&e.port_epoch.to_be_bytes());
         out.extend_from_slice(&e.ts.to_be_bytes());
         out.extend_from_slice(&e.bitmap.to_be_bytes());
+    }
+    if pkt.hdrs & hdr::STH != 0 {
+        let h = pkt.sth();
+        out.extend_from_slice(&h.addr.to_be_bytes());
+        out.extend_from_slice(&h.elem.to_be_bytes());
+        out.extend_from_slice(&h.total.to_be_bytes());
+        out.extend_from_slice(&h.len.to_be_bytes());
+        out.push(h.flags);
+        out.extend_from_slice(&h.reply_qp.to_be_bytes()[1..]);
+        out.extend_from_slice(&h.reply_sport.to_be_bytes());
     }
     if op == opcode::CNP {
         out.extend_from_slice(&[0; CNP_RESERVED_BYTES]);
@@ -601,6 +621,8 @@ pub fn parse(bytes: &[u8]) -> Result<Packet, ParseError> {
     } else {
         (standard_hdrs(op).ok_or(ParseError::Opcode(op))?, false)
     };
+    // A StaR packet's one header is implied by its opcode (see the module doc).
+    let hdrs = if opcode::is_star(op) { hdr::STH } else { hdrs };
 
     let dscp = tclass >> 2;
     let class = match dscp {
@@ -681,6 +703,17 @@ pub fn parse(bytes: &[u8]) -> Result<Packet, ParseError> {
             bitmap: be64(bytes, at + 24),
         };
     }
+    if hdrs & hdr::STH != 0 {
+        pkt.set_sth(Sth {
+            addr: be64(bytes, at),
+            elem: be32(bytes, at + 8),
+            total: be32(bytes, at + 12),
+            len: be16(bytes, at + 16),
+            flags: bytes[at + 18],
+            reply_qp: be24(bytes, at + 19),
+            reply_sport: be16(bytes, at + 22),
+        });
+    }
 
     let end = ETH_BYTES + IPV6_BYTES + udp_len;
     if bytes.len() >= end {
@@ -755,6 +788,44 @@ mod tests {
     }
 
     const VECTOR_CFG: EncodeConfig = EncodeConfig { payload_fill: 0xAB, mig_req: false, payload_snaplen: None };
+
+    #[test]
+    fn a_star_packet_carries_its_header_at_fixed_offsets_after_the_bth() {
+        let mut pkt = Packet {
+            net: vector_net(1, 2),
+            bth: Bth { opcode: opcode::STAR_GD, ack_req: false, dest_qp: 9, psn: 0x0102_03 },
+            ..Default::default()
+        };
+        pkt.set_sth(Sth {
+            addr: 0x1122_3344_5566_7788,
+            elem: 0x99AA_BBCC,
+            total: 2800,
+            len: 1400,
+            flags: Sth::F_RETX,
+            reply_qp: 0x00DE_F012,
+            reply_sport: 0xC345,
+        });
+        let mut f = Vec::new();
+        let n = emit(&pkt, &VECTOR_CFG, &mut f).unwrap();
+        assert_eq!(n, ETH_BYTES + IPV6_BYTES + UDP_BYTES + BTH_BYTES + STH_BYTES as usize + ICRC_BYTES);
+        // Implied by the opcode: the reserved bits stay a NIC's zero.
+        assert_eq!(f[BTH_AT + 8], 0);
+        let h = &f[BTH_AT + BTH_BYTES..BTH_AT + BTH_BYTES + 24];
+        assert_eq!(h[..8], 0x1122_3344_5566_7788u64.to_be_bytes());
+        assert_eq!(h[8..12], 0x99AA_BBCCu32.to_be_bytes());
+        assert_eq!(h[12..16], 2800u32.to_be_bytes());
+        assert_eq!(h[16..18], 1400u16.to_be_bytes());
+        assert_eq!(h[18], Sth::F_RETX);
+        assert_eq!(h[19..22], [0xDE, 0xF0, 0x12]);
+        assert_eq!(h[22..24], 0xC345u16.to_be_bytes());
+        assert_eq!(parse(&f), Ok(as_on_wire(pkt)));
+        // Trimmed, it is written explicitly and still read back with its header.
+        pkt.net.trimmed = true;
+        f.clear();
+        emit(&pkt, &VECTOR_CFG, &mut f).unwrap();
+        assert_eq!(f[BTH_AT + 8], 0x40 | 0x10);
+        assert_eq!(parse(&f), Ok(as_on_wire(pkt)));
+    }
 
     #[test]
     fn the_udp_source_port_on_the_wire_is_never_a_well_known_one() {
@@ -1087,16 +1158,22 @@ mod tests {
             },
         );
         (net, bth, prop_oneof![0u32..64, 0u32..9000], 0u8..16, reth, any::<u32>(), aeth, ext).prop_map(
-            |(net, bth, payload, hdrs, reth, imm, aeth, ext)| Packet {
-                net,
-                bth,
-                payload,
-                hdrs,
-                // A parsed packet has default values in the headers it lacks.
-                reth: if hdrs & hdr::RETH != 0 { reth } else { Reth::default() },
-                imm: if hdrs & hdr::IMM != 0 { imm } else { 0 },
-                aeth: if hdrs & hdr::AETH != 0 { aeth } else { Aeth::default() },
-                ext: if hdrs & hdr::EXT != 0 { ext } else { Ext::default() },
+            |(net, bth, payload, hdrs, reth, imm, aeth, ext)| {
+                // A StaR packet carries its StaR header and nothing else, whose fields
+                // are stored in the RETH, immediate and AETH (any values).
+                let hdrs = if opcode::is_star(bth.opcode) { hdr::STH } else { hdrs };
+                let star = hdrs == hdr::STH;
+                Packet {
+                    net,
+                    bth,
+                    payload,
+                    hdrs,
+                    // A parsed packet has default values in the headers it lacks.
+                    reth: if star || hdrs & hdr::RETH != 0 { reth } else { Reth::default() },
+                    imm: if star || hdrs & hdr::IMM != 0 { imm } else { 0 },
+                    aeth: if star || hdrs & hdr::AETH != 0 { aeth } else { Aeth::default() },
+                    ext: if hdrs & hdr::EXT != 0 { ext } else { Ext::default() },
+                }
             },
         )
     }

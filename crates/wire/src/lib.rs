@@ -26,6 +26,6 @@ pub mod pcap;
 
 pub use encode::{emit, encoded_len, parse, EmitError, EncodeConfig, ParseError};
 pub use packet::{
-    ev_plane, ev_with_plane, hdr, opcode, Aeth, Bth, Ecn, Ext, NetHdr, Packet, Reth, TrafficClass, EV_PLANE_SHIFT,
+    ev_plane, ev_with_plane, hdr, opcode, Aeth, Bth, Ecn, Ext, NetHdr, Packet, Reth, Sth, TrafficClass, EV_PLANE_SHIFT,
 };
 pub use pcap::PcapWriter;

@@ -7,6 +7,9 @@
 //!   | RETH (16)? | ImmDt (4)? | AETH (4)? | fabricsim EXT (32)? | payload | ICRC (4) | FCS (4)
 //! ```
 //!
+//! StaR's packets (opcodes [`opcode::STAR_WQEP`]`..=`[`opcode::STAR_SDP`]) carry a StaR
+//! header ([`Sth`], 24 bytes) after the BTH and nothing else.
+//!
 //! On the link each frame also occupies 8 bytes of preamble/SFD and 12 of inter-frame
 //! gap: [`Packet::wire_bytes`] includes them, [`Packet::frame_len`] does not.
 
@@ -25,6 +28,8 @@ pub const AETH_BYTES: u32 = 4;
 pub const IMM_BYTES: u32 = 4;
 /// Length of fabricsim's extension header (see [`Ext`]).
 pub const EXT_BYTES: u32 = 32;
+/// Length of the StaR header (see [`Sth`]).
+pub const STH_BYTES: u32 = 24;
 
 /// Base Transport Header opcodes (InfiniBand Architecture Specification, table 38)
 /// and fabricsim's extensions in the manufacturer-specific range `0xC0..=0xFF`.
@@ -59,9 +64,33 @@ pub mod opcode {
     /// acknowledged PSN, the entropy echo and the timestamp echo).
     pub const X_ACK: u8 = 0xC4;
 
+    // StaR (APNet '20), whose paper leaves the packets' layout out: fabricsim's numbers
+    // and its StaR header ([`super::Sth`]).
+    /// StaR: a work queue element carried from the stateless server's driver to the
+    /// client (the server's WRITE or SEND to post).
+    pub const STAR_WQEP: u8 = 0xD0;
+    /// StaR: a completion element carried from the client to the server.
+    pub const STAR_CQEP: u8 = 0xD1;
+    /// StaR: element acknowledgement of a WQEP or CQEP.
+    pub const STAR_EA: u8 = 0xD2;
+    /// StaR: receiving data packet: data for the stateless server, with its DMA
+    /// address and length.
+    pub const STAR_RDP: u8 = 0xD3;
+    /// StaR: receiving ACK, built by the stateless server from the RDP's header.
+    pub const STAR_RA: u8 = 0xD4;
+    /// StaR: get data: the client asks the stateless server for bytes at an address.
+    pub const STAR_GD: u8 = 0xD5;
+    /// StaR: send data packet: the stateless server's answer to a GD.
+    pub const STAR_SDP: u8 = 0xD6;
+
+    /// Whether `op` is one of StaR's packets.
+    pub fn is_star(op: u8) -> bool {
+        (STAR_WQEP..=STAR_SDP).contains(&op)
+    }
+
     /// Whether `op` is a data-carrying RDMA WRITE (or SEND) packet.
     pub fn is_data(op: u8) -> bool {
-        matches!(op, RC_SEND_ONLY | RC_WRITE_FIRST..=RC_WRITE_ONLY_IMM)
+        matches!(op, RC_SEND_ONLY | RC_WRITE_FIRST..=RC_WRITE_ONLY_IMM | STAR_RDP | STAR_SDP)
     }
     /// Whether `op` starts a message (its first or only packet: a work request's).
     pub fn starts_message(op: u8) -> bool {
@@ -83,6 +112,8 @@ pub mod hdr {
     pub const AETH: u8 = 1 << 2;
     /// fabricsim extension header.
     pub const EXT: u8 = 1 << 3;
+    /// StaR header (the only header of a StaR packet, implied by its opcode).
+    pub const STH: u8 = 1 << 4;
 }
 
 /// The two-bit ECN field of the IP header.
@@ -311,6 +342,51 @@ impl Ext {
     pub const F_PORT_UP: u8 = 1 << 7;
 }
 
+/// StaR's header (24 bytes on the wire, big-endian), the whole state a stateless NIC
+/// needs to act on a packet:
+///
+/// ```text
+/// 0 addr u64 | 8 elem u32 | 12 total u32 | 16 len u16 | 18 flags u8 | 19 reply_qp u24
+///   | 22 reply_sport u16
+/// ```
+///
+/// * `addr`: the DMA address: where an RDP's payload goes, where a GD's (and its SDP's)
+///   bytes come from, the buffer of a WQEP's work request.
+/// * `elem`: the work request (message) the packet belongs to, numbered per connection.
+/// * `total`: that work request's length in bytes.
+/// * `len`: the bytes this packet places (RDP, SDP) or asks for (GD), at most 64 KiB
+///   (the paper's two bytes).
+/// * `reply_qp`, `reply_sport`: what the answer (RA, SDP, EA) is addressed to: the
+///   header information the paper has an RDP or GD carry, so that the stateless side
+///   builds its answer from the packet alone.
+///
+/// A [`Packet`] stores it in the RETH, immediate and AETH fields, which a StaR packet
+/// does not otherwise have: see [`Packet::sth`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sth {
+    /// DMA address.
+    pub addr: u64,
+    /// Work request number.
+    pub elem: u32,
+    /// Work request length.
+    pub total: u32,
+    /// Bytes placed or asked for.
+    pub len: u16,
+    /// Flags (`F_*`).
+    pub flags: u8,
+    /// QP the answer goes to (24 bits).
+    pub reply_qp: u32,
+    /// UDP source port (entropy) of the answer.
+    pub reply_sport: u16,
+}
+
+impl Sth {
+    /// The answered packet carried an ECN CE mark (RA, SDP's GD... echoed to the client).
+    pub const F_ECE: u8 = 1 << 0;
+    /// The packet is a retransmission.
+    pub const F_RETX: u8 = 1 << 1;
+}
+
 /// One packet: headers as data plus a payload length (payload bytes are not stored).
 ///
 /// Laid out for the fabric: everything a switch reads (network header, BTH, header
@@ -352,7 +428,37 @@ impl Packet {
         if self.hdrs & hdr::EXT != 0 {
             n += EXT_BYTES;
         }
+        if self.hdrs & hdr::STH != 0 {
+            n += STH_BYTES;
+        }
         n
+    }
+
+    /// The StaR header of a StaR packet (meaningless for others).
+    ///
+    /// Stored in fields a StaR packet has no other use for, so that [`Packet`] stays
+    /// two cache lines: `addr`, `elem` and `total` in the RETH's address, key and length,
+    /// `len` and `reply_sport` in the immediate, `flags` and `reply_qp` in the AETH.
+    #[inline]
+    pub fn sth(&self) -> Sth {
+        Sth {
+            addr: self.reth.va,
+            elem: self.reth.rkey,
+            total: self.reth.len,
+            len: self.imm as u16,
+            flags: self.aeth.syndrome,
+            reply_qp: self.aeth.msn,
+            reply_sport: (self.imm >> 16) as u16,
+        }
+    }
+
+    /// Sets the StaR header (see [`sth`](Self::sth)) and marks it present.
+    #[inline]
+    pub fn set_sth(&mut self, h: Sth) {
+        self.reth = Reth { va: h.addr, rkey: h.elem, len: h.total };
+        self.imm = h.len as u32 | (h.reply_sport as u32) << 16;
+        self.aeth = Aeth { syndrome: h.flags, msn: h.reply_qp & 0xFF_FFFF };
+        self.hdrs = hdr::STH;
     }
 
     /// Bytes the packet occupies on a link: frame plus preamble and inter-frame gap.
@@ -422,6 +528,25 @@ mod tests {
         assert!(end_of(&p.bth as *const Bth as usize, std::mem::size_of::<Bth>()) <= 64);
         assert!(end_of(&p.hdrs as *const u8 as usize, 1) <= 64);
         assert!(end_of(&p.payload as *const u32 as usize, 4) <= 64);
+    }
+
+    #[test]
+    fn the_star_header_round_trips_through_its_storage_and_counts_24_bytes() {
+        let h = Sth {
+            addr: 0x7f00_1234_5678_9abc,
+            elem: 7,
+            total: 2800,
+            len: 1400,
+            flags: Sth::F_ECE | Sth::F_RETX,
+            reply_qp: 0xAB_CDEF,
+            reply_sport: 0xC123,
+        };
+        let mut p = Packet { payload: 1400, ..Default::default() };
+        p.bth.opcode = opcode::STAR_RDP;
+        p.set_sth(h);
+        assert_eq!(p.sth(), h);
+        assert_eq!(p.frame_len(), 82 + 24 + 1400);
+        assert!(p.is_data() && opcode::is_star(p.bth.opcode) && !opcode::is_star(opcode::X_ACK));
     }
 
     #[test]
