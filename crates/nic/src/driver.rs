@@ -49,10 +49,16 @@ impl Nic {
     /// goes, as the QP context does.
     fn work(&mut self, ep: u32, pkt: &Packet, transmit: bool) -> Work {
         let payload = if pkt.is_data() { pkt.payload as u64 } else { 0 };
-        let addr = if pkt.hdrs & hdr::RETH != 0 { pkt.reth.va } else { self.next_addr[ep as usize] };
+        let addr = if pkt.hdrs & hdr::RETH != 0 {
+            pkt.reth.va
+        } else if pkt.hdrs & hdr::STH != 0 {
+            pkt.sth().addr
+        } else {
+            self.next_addr[ep as usize]
+        };
         self.next_addr[ep as usize] = addr + payload;
         let wqe = transmit && opcode::starts_message(pkt.bth.opcode);
-        Work { qp: ep, payload, addr, wqe }
+        Work { qp: ep, payload, addr, wqe, stateless: self.meta[ep as usize].stateless }
     }
 
     /// A packet for endpoint `ep` reaches its modelled NIC: it passes the receive
@@ -209,6 +215,16 @@ impl Nic {
                     q.data.push_back(ep);
                 }
             }
+            if m.dual && m.queued & (bit << 8) == 0 {
+                // Its other queue (see `EpMeta::queued`).
+                self.meta[ep as usize].queued |= bit << 8;
+                let q = &mut self.queues[(m.host * nics + nic as u32) as usize];
+                if m.responder {
+                    q.data.push_back(ep);
+                } else {
+                    q.ctrl.push_back(ep);
+                }
+            }
             if wire.can_send(m.host, nic, TrafficClass::Control, now) {
                 self.serve(now, m.host, nic, wire);
             }
@@ -239,10 +255,25 @@ impl Nic {
                 budget -= 1;
                 let queue = if data { &mut self.queues[qi].data } else { &mut self.queues[qi].ctrl };
                 let Some(ep) = queue.pop_front() else { break };
-                let bit = 1u16 << (port - self.meta[ep as usize].first_port);
+                let m = &self.meta[ep as usize];
+                // A dual endpoint's other queue has its own bit (see `EpMeta::queued`).
+                let other = m.dual && data == m.responder;
+                let bit = 1u16 << (port - m.first_port + if other { 8 } else { 0 });
+                let control = !data && m.dual;
                 self.meta[ep as usize].queued &= !bit;
-                let poll = self.eps[ep as usize].poll_transmit(now, port);
+                let poll = if control {
+                    self.eps[ep as usize].poll_control(now, port)
+                } else {
+                    self.eps[ep as usize].poll_transmit(now, port)
+                };
                 match poll {
+                    Poll::Send(pkt) if self.security.as_mut().is_some_and(|s| !s.allows(host, &pkt)) => {
+                        // Refused by StaR's security table: dropped before the wire,
+                        // the port still free for the next endpoint.
+                        self.meta[ep as usize].queued |= bit;
+                        let queue = if data { &mut self.queues[qi].data } else { &mut self.queues[qi].ctrl };
+                        queue.push_back(ep);
+                    }
                     Poll::Send(pkt) => {
                         // The ideal NIC's branch is kept apart: it is every packet's path.
                         if self.modelled() {

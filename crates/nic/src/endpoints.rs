@@ -52,12 +52,15 @@ impl Nic {
             let (req, resp) = make(i, info(src, dst, r, r + 1), info(dst, src, r + 1, r));
             for (ep, host, responder) in [(req, src, false), (resp, dst, true)] {
                 self.host_eps[host as usize].push(self.eps.len() as u32);
+                let (dual, stateless) = (ep.dual(), ep.stateless());
                 self.eps.push(ep);
                 self.meta.push(EpMeta {
                     host,
                     first_port,
                     ports,
                     responder,
+                    dual,
+                    stateless,
                     conn,
                     queued: 0,
                     offer_first: 0,

@@ -15,6 +15,8 @@
 //! * [`multiqp`]: messages over a connection's QPs: the split policy (even parts for
 //!   QP-Scaling), which message each QP's sequence numbers carry, and the message-level
 //!   report once every part has arrived or been acknowledged.
+//! * [`security`]: StaR's security table on the client NIC: requests toward a
+//!   stateless server leave only within the memory it registered.
 //! * [`rnic`]: the RNIC resource model (pipelines, QP context cache, MTT and ATC,
 //!   PCIe): with a modelled NIC a packet waits in its NIC before it reaches the wire or
 //!   its endpoint (`model = "ideal"`: never).
@@ -37,6 +39,7 @@ mod driver;
 mod endpoints;
 pub mod multiqp;
 pub mod rnic;
+pub mod security;
 
 pub use endpoints::EndpointPlace;
 pub use multiqp::Split;
@@ -96,8 +99,14 @@ pub(crate) struct EpMeta {
     pub(crate) first_port: u8,
     pub(crate) ports: u8,
     pub(crate) responder: bool,
+    /// Sends both classes: queued on the control queue too ([`AnyEndpoint::dual`]).
+    pub(crate) dual: bool,
+    /// Its NIC keeps no state for it ([`AnyEndpoint::stateless`]).
+    pub(crate) stateless: bool,
     pub(crate) conn: u32,
-    /// Bit `i` set while queued on port `first_port + i`.
+    /// Bit `i` set while queued on port `first_port + i`'s queue (the control queue for
+    /// a responder, the data queue otherwise); bit `8 + i` while a dual endpoint is
+    /// queued on that port's other queue.
     pub(crate) queued: u16,
     /// The port (`first_port +` this) that [`Nic::ready`] offers first next time.
     pub(crate) offer_first: u8,
@@ -149,6 +158,8 @@ pub struct Nic {
     /// Per endpoint, where its next payload byte goes or comes from (a RoCE packet
     /// after a message's first carries no address: the context holds it).
     pub(crate) next_addr: Vec<u64>,
+    /// StaR's security table, once a connection has a stateless endpoint.
+    pub(crate) security: Option<security::Security>,
 }
 
 impl Nic {
@@ -169,6 +180,7 @@ impl Nic {
             rx_queue: Vec::new(),
             staged: Vec::new(),
             next_addr: Vec::new(),
+            security: None,
         }
     }
 
@@ -197,6 +209,20 @@ impl Nic {
     /// What each modelled NIC did, by host (empty when every NIC is ideal).
     pub fn rnic_stats(&self) -> Vec<rnic::RnicStats> {
         self.rnic.iter().map(|r| r.stats).collect()
+    }
+
+    /// Requests to a stateless server refused by StaR's security table, per host (empty
+    /// when no connection has a stateless endpoint).
+    pub fn security_refused(&self) -> &[u64] {
+        self.security.as_ref().map_or(&[], |s| &s.refused)
+    }
+
+    /// Registers `[lo, hi)` as memory endpoint `server` (a stateless one) accepts
+    /// requests for: what its driver installs in its clients' security tables when it
+    /// registers a buffer.
+    pub fn register(&mut self, server: u32, lo: u64, hi: u64) {
+        let hosts = self.host_eps.len() as u32;
+        self.security.get_or_insert_with(|| security::Security::new(hosts)).register(server, lo, hi);
     }
 
     /// The next thing to report, if any.

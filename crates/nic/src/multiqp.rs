@@ -81,6 +81,18 @@ impl Nic {
             .collect();
         let n = parts.len() as u32;
         self.parts[msg as usize] = crate::multiqp::Parts { unreceived: n, unacked: n };
+        // A stateless server registers the part's buffer with its client's security
+        // table (see `security`).
+        let first = c.first_ep;
+        let mut offset = 0;
+        for &(i, len, _) in &parts {
+            for ep in [first + 2 * i, first + 2 * i + 1] {
+                if self.meta[ep as usize].stateless {
+                    self.register(ep, address(msg, offset), address(msg, offset + len));
+                }
+            }
+            offset += len;
+        }
         parts
     }
 

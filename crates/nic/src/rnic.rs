@@ -299,6 +299,9 @@ pub(crate) struct Work {
     pub(crate) addr: u64,
     /// Whether it starts a message (a work request to take).
     pub(crate) wqe: bool,
+    /// Whether the packet's QP is a stateless one (StaR's server): the packet carries
+    /// its context and its DMA address, so there is nothing to look up or translate.
+    pub(crate) stateless: bool,
 }
 
 impl RnicState {
@@ -326,6 +329,9 @@ impl RnicState {
     /// (from `now`).
     fn lookups(&mut self, now: Time, w: &Work) -> Time {
         let mut ready = now;
+        if w.stateless {
+            return ready;
+        }
         if self.model.qp_cache.is_some() {
             if self.qp.touch(w.qp as u64) {
                 self.stats.qp_hits += 1;
@@ -434,7 +440,7 @@ mod tests {
     }
 
     fn work(qp: u32) -> Work {
-        Work { qp, payload: 0, addr: 0, wqe: false }
+        Work { qp, payload: 0, addr: 0, wqe: false, stateless: false }
     }
 
     #[test]
@@ -500,7 +506,7 @@ mod tests {
     fn pcie_holds_payloads_to_its_bandwidth() {
         // 4096-byte payloads over 100 Gb/s of PCIe: 327.68 ns each.
         let mut n = RnicState::new(NicModel { pcie_rate: Some(Rate::gbps(100)), ..model() });
-        let w = Work { qp: 0, payload: 4096, addr: 0, wqe: false };
+        let w = Work { qp: 0, payload: 4096, addr: 0, wqe: false, stateless: false };
         let done: Vec<Time> = (0..3).map(|_| n.receive(Time::ZERO, w)).collect();
         assert_eq!(done[2], Time::ZERO + Rate::gbps(100).tx_time(4096).mul(3));
         assert_eq!(n.stats.pcie_write_bytes, 3 * 4096);
@@ -514,7 +520,7 @@ mod tests {
         let mut emtt = RnicState::new(NicModel { gdr: GdrTranslation::Emtt, ..gpu });
         for _round in 0..2 {
             for p in 0..128u64 {
-                let w = Work { qp: 0, payload: 4096, addr: p * 4096, wqe: false };
+                let w = Work { qp: 0, payload: 4096, addr: p * 4096, wqe: false, stateless: false };
                 atc.receive(Time::ZERO, w);
                 emtt.receive(Time::ZERO, w);
             }

@@ -8,6 +8,7 @@ use crate::conn::{AppEvent, EndpointStats, Message, Poll};
 use crate::mprdma::MprdmaSender;
 use crate::mrc::MrcSender;
 use crate::roce::{RoceRequester, RoceResponder};
+use crate::star::{StarClient, StarServer};
 use crate::stellar::StellarSender;
 use crate::udmp::UdmpSender;
 use crate::Endpoint;
@@ -35,6 +36,10 @@ pub enum AnyEndpoint {
     Udmp(UdmpSender),
     /// The multipath receiver shared by MPRDMA, STELLAR, UDMP and MRC.
     Spray(SprayResponder),
+    /// StaR's stateful client.
+    StarClient(StarClient),
+    /// StaR's stateless server.
+    StarServer(StarServer),
 }
 
 macro_rules! dispatch {
@@ -47,6 +52,8 @@ macro_rules! dispatch {
             AnyEndpoint::Stellar($e) => $body,
             AnyEndpoint::Mrc($e) => $body,
             AnyEndpoint::Spray($e) => $body,
+            AnyEndpoint::StarClient($e) => $body,
+            AnyEndpoint::StarServer($e) => $body,
         }
     };
 }
@@ -56,6 +63,20 @@ impl AnyEndpoint {
     /// serve before data.
     pub fn is_responder(&self) -> bool {
         matches!(self, AnyEndpoint::RoceResponder(_) | AnyEndpoint::Spray(_))
+    }
+
+    /// Whether this endpoint sends both control and data packets, and so waits on both
+    /// of its NIC port's queues: control through
+    /// [`poll_control`](Endpoint::poll_control), data through
+    /// [`poll_transmit`](Endpoint::poll_transmit).
+    pub fn dual(&self) -> bool {
+        matches!(self, AnyEndpoint::StarClient(_) | AnyEndpoint::StarServer(_))
+    }
+
+    /// Whether its NIC keeps no state for it (StaR's server): a modelled NIC neither
+    /// looks up a context nor translates an address for its packets, which carry both.
+    pub fn stateless(&self) -> bool {
+        matches!(self, AnyEndpoint::StarServer(_))
     }
 }
 
@@ -75,6 +96,10 @@ impl Endpoint for AnyEndpoint {
     #[inline]
     fn poll_transmit(&mut self, now: Time, port: u8) -> Poll {
         dispatch!(self, e => e.poll_transmit(now, port))
+    }
+    #[inline]
+    fn poll_control(&mut self, now: Time, port: u8) -> Poll {
+        dispatch!(self, e => e.poll_control(now, port))
     }
     #[inline]
     fn poll_timeout(&self) -> Option<Time> {

@@ -32,6 +32,8 @@
 //!   algorithms.
 //! * [`udmp`]: UDMP, delay-gradient rate control and a delay-driven ACK clock joined
 //!   by a token pool.
+//! * [`star`]: StaR, a connection whose server NIC keeps no state: the client carries
+//!   it in every packet.
 //! * [`any`]: [`AnyEndpoint`], enum dispatch over the concrete protocols (no `dyn` on
 //!   the hot path).
 
@@ -41,6 +43,7 @@ pub mod conn;
 pub mod mprdma;
 pub mod mrc;
 pub mod roce;
+pub mod star;
 pub mod stellar;
 pub mod timer;
 pub mod udmp;
@@ -63,6 +66,14 @@ pub trait Endpoint {
     fn post(&mut self, now: Time, msg: Message);
     /// NIC port `port` is free at `now`: the next packet to send on it, if any.
     fn poll_transmit(&mut self, now: Time, port: u8) -> Poll;
+    /// For an endpoint that sends both data and control packets ([`AnyEndpoint::dual`]):
+    /// port `port` may send a control packet at `now`, the next if any. Such an
+    /// endpoint's [`poll_transmit`](Self::poll_transmit) then answers data packets only,
+    /// so that its control packets go before data and a PFC pause of data holds only its
+    /// data.
+    fn poll_control(&mut self, _now: Time, _port: u8) -> Poll {
+        Poll::Idle
+    }
     /// The earliest time [`on_timeout`](Self::on_timeout) must be called.
     ///
     /// Only deadlines `on_timeout` itself resolves belong here: after `on_timeout(now)`
