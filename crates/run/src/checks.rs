@@ -150,6 +150,7 @@ pub(crate) fn size_key(w: usize, kind: &fabricsim_workload::WorkloadKind) -> Str
     match kind {
         K::Flows(_) => own("flows"),
         K::Incast { .. } => own("senders"),
+        K::ClosedLoop(_) => own("clients"),
         K::Permutation { .. } | K::Collective { .. } | K::Poisson { .. } => own("hosts"),
         // A job's key is its own table's (`jobs[0]`).
         K::Job(job) => format!("{}.iterations", job.key),

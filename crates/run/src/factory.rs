@@ -17,10 +17,11 @@ use fabricsim_transport::common::{SprayResponder, SprayResponderConfig};
 use fabricsim_transport::mprdma::{EcnCut, MprdmaConfig, MprdmaSender};
 use fabricsim_transport::mrc::{EvSetConfig, MrcCcConfig, MrcConfig, MrcSender};
 use fabricsim_transport::roce::{RoceConfig, RoceRequester, RoceResponder};
+use fabricsim_transport::star::{Role, StarClient, StarConfig, StarServer};
 use fabricsim_transport::stellar::{PathAlgo, StellarConfig, StellarSender, WindowCcConfig};
 use fabricsim_transport::udmp::{UdmpConfig, UdmpSender};
 use fabricsim_transport::{AnyEndpoint, ConnInfo};
-use fabricsim_wire::packet::{BASE_HEADER_BYTES, EXT_BYTES, PREAMBLE_IFG_BYTES, RETH_BYTES};
+use fabricsim_wire::packet::{BASE_HEADER_BYTES, EXT_BYTES, PREAMBLE_IFG_BYTES, RETH_BYTES, STH_BYTES};
 
 /// Defines [`TransportKind`] and its list of every kind from one list of names, so that
 /// the list cannot miss a kind.
@@ -61,6 +62,8 @@ transport_kinds! {
     Udmp => "udmp",
     /// MRC.
     Mrc => "mrc",
+    /// StaR.
+    Star => "star",
 }
 
 impl TransportKind {
@@ -74,7 +77,7 @@ impl TransportKind {
     /// message a RETH (RoCE's WRITE).
     pub const fn every_packet_addressed(self) -> bool {
         match self {
-            TransportKind::Roce | TransportKind::QpScaling => false,
+            TransportKind::Roce | TransportKind::QpScaling | TransportKind::Star => false,
             TransportKind::Mprdma | TransportKind::Stellar | TransportKind::Udmp | TransportKind::Mrc => true,
         }
     }
@@ -88,7 +91,8 @@ impl TransportKind {
             | TransportKind::QpScaling
             | TransportKind::Mprdma
             | TransportKind::Stellar
-            | TransportKind::Udmp => false,
+            | TransportKind::Udmp
+            | TransportKind::Star => false,
         }
     }
 }
@@ -113,6 +117,47 @@ pub enum TransportSpec {
     Udmp(UdmpSpec),
     /// MRC.
     Mrc(MrcSpec),
+    /// StaR.
+    Star(StarSpec),
+}
+
+/// StaR settings (`None` = auto).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StarSpec {
+    /// Every connection stateless, or stateful while the NICs have contexts free.
+    pub auto: bool,
+    /// Which end is the server.
+    pub server: StarServerEnd,
+    /// Initial window, bytes.
+    pub init_cwnd: Option<u64>,
+    /// DCTCP gain.
+    pub g: f64,
+    /// Retransmission timeout.
+    pub rto: Dur,
+    /// Timeouts in a row before failing.
+    pub retry_limit: u32,
+    /// The RoCE settings of auto mode's stateful connections.
+    pub roce: RoceConfig,
+}
+
+/// Which end of a StaR connection is the stateless server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StarServerEnd {
+    /// The receiver.
+    Receiver,
+    /// The sender.
+    Sender,
+    /// The end with more connections (the receiver on a tie).
+    Busier,
+}
+
+/// How one StaR connection is built (see [`PathContext::star`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StarChoice {
+    /// The sender is the stateless server (else the receiver is).
+    pub server_sends: bool,
+    /// Auto mode found contexts free at both ends: an ordinary RoCE connection.
+    pub stateful: bool,
 }
 
 /// MPRDMA settings (`None` = auto).
@@ -245,6 +290,7 @@ impl TransportSpec {
             TransportSpec::Stellar(_) => TransportKind::Stellar,
             TransportSpec::Udmp(_) => TransportKind::Udmp,
             TransportSpec::Mrc(_) => TransportKind::Mrc,
+            TransportSpec::Star(_) => TransportKind::Star,
         }
     }
 
@@ -266,7 +312,8 @@ impl TransportSpec {
             | TransportSpec::Mprdma(_)
             | TransportSpec::Stellar(_)
             | TransportSpec::Udmp(_)
-            | TransportSpec::Mrc(_) => 1,
+            | TransportSpec::Mrc(_)
+            | TransportSpec::Star(_) => 1,
         }
     }
 
@@ -284,7 +331,8 @@ impl TransportSpec {
             | TransportSpec::QpScaling { .. }
             | TransportSpec::Mprdma(_)
             | TransportSpec::Stellar(_)
-            | TransportSpec::Udmp(_) => None,
+            | TransportSpec::Udmp(_)
+            | TransportSpec::Star(_) => None,
         }
     }
 
@@ -297,7 +345,8 @@ impl TransportSpec {
             TransportSpec::Roce(_)
             | TransportSpec::QpScaling { .. }
             | TransportSpec::Mprdma(_)
-            | TransportSpec::Udmp(_) => None,
+            | TransportSpec::Udmp(_)
+            | TransportSpec::Star(_) => None,
         }
     }
 }
@@ -309,6 +358,9 @@ pub struct PathContext {
     pub base_rtt: Dur,
     /// Bytes in flight that fill the connection's NIC ports for one base RTT.
     pub bdp_bytes: f64,
+    /// StaR: which end is the server and whether auto mode made it stateful (unused by
+    /// other kinds).
+    pub star: StarChoice,
 }
 
 /// Heap bytes of one connection's endpoints as built, measured with the Python
@@ -322,7 +374,7 @@ const EV_BYTES: u64 = 350;
 /// the transport key that drives it.
 pub fn state_bytes(spec: &TransportSpec, planes: u32) -> (u64, &'static str) {
     match spec {
-        TransportSpec::Roce(_) => (QP_BYTES, "kind"),
+        TransportSpec::Roce(_) | TransportSpec::Star(_) => (QP_BYTES, "kind"),
         TransportSpec::QpScaling { qps, .. } => (QP_BYTES * *qps as u64, "qps"),
         TransportSpec::Mprdma(MprdmaSpec { paths, .. })
         | TransportSpec::Stellar(StellarSpec { paths, .. })
@@ -473,6 +525,29 @@ pub fn endpoint_pair(
                 AnyEndpoint::Spray(SprayResponder::new(resp, rcfg, receiver_rng)),
             )
         }
+        TransportSpec::Star(s) if ctx.star.stateful => (
+            AnyEndpoint::RoceRequester(RoceRequester::new(req, s.roce, sport)),
+            AnyEndpoint::RoceResponder(RoceResponder::new(resp, s.roce, rsport)),
+        ),
+        TransportSpec::Star(s) => {
+            let cfg = StarConfig {
+                init_cwnd: s.init_cwnd.unwrap_or(ctx.bdp_bytes as u64).clamp(req.mtu as u64, u32::MAX as u64) as u32,
+                dctcp_g: s.g,
+                rto: s.rto,
+                retry_limit: s.retry_limit,
+            };
+            if ctx.star.server_sends {
+                (
+                    AnyEndpoint::StarServer(StarServer::new(req, cfg, Role::ServerSends, sport)),
+                    AnyEndpoint::StarClient(StarClient::new(resp, cfg, Role::ServerSends, rsport)),
+                )
+            } else {
+                (
+                    AnyEndpoint::StarClient(StarClient::new(req, cfg, Role::ServerReceives, sport)),
+                    AnyEndpoint::StarServer(StarServer::new(resp, cfg, Role::ServerReceives, rsport)),
+                )
+            }
+        }
     }
 }
 
@@ -498,7 +573,10 @@ pub fn frame_wire_bytes(spec: &TransportSpec, size: u64, mtu: u32, j: u64) -> u6
     let n = packets(size, mtu);
     let payload = if j + 1 == n { size - (n - 1) * mtu as u64 } else { mtu as u64 };
     let base = payload + (BASE_HEADER_BYTES + PREAMBLE_IFG_BYTES) as u64;
-    if spec.multipath_headers() {
+    if spec.kind() == TransportKind::Star {
+        // Every RDP (and SDP) carries the StaR header.
+        base + STH_BYTES as u64
+    } else if spec.multipath_headers() {
         // Every packet carries its address and the extension header.
         base + (RETH_BYTES + EXT_BYTES) as u64
     } else {
@@ -509,5 +587,10 @@ pub fn frame_wire_bytes(spec: &TransportSpec, size: u64, mtu: u32, j: u64) -> u6
 
 /// Wire bytes of an acknowledgement (for base RTTs).
 pub fn ack_wire_bytes(spec: &TransportSpec) -> u64 {
-    (BASE_HEADER_BYTES + PREAMBLE_IFG_BYTES) as u64 + if spec.multipath_headers() { EXT_BYTES as u64 } else { 4 }
+    let header = match spec.kind() {
+        TransportKind::Star => STH_BYTES,
+        _ if spec.multipath_headers() => EXT_BYTES,
+        _ => 4,
+    };
+    (BASE_HEADER_BYTES + PREAMBLE_IFG_BYTES + header) as u64
 }

@@ -28,6 +28,7 @@ pub mod sampling;
 pub mod scenario;
 pub mod schema;
 pub mod sim;
+pub mod star;
 pub mod units;
 pub mod watchdog;
 pub mod world;

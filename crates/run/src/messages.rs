@@ -3,7 +3,7 @@
 //!
 //! The NIC layer moves a message's parts; this layer knows the application's view: a
 //! message starts at its workload's time once every message it depends on has been
-//! received, and its record (the flow table's row) collects its times.
+//! received (or, for one marked `on_ack`, acknowledged at its sender), and its record (the flow table's row) collects its times.
 
 use crate::factory::{self, TransportSpec};
 use crate::ideal::{ideal_fct, sender_ideal_fct};
@@ -204,15 +204,24 @@ impl Sim {
                 NicOutput::Received { msg } => {
                     self.msgs[msg as usize].finish = now;
                     self.received += 1;
-                    self.done += usize::from(!self.done_when_acked);
-                    self.release_dependents(now, msg);
+                    // A message that releases on its acknowledgement is done then, so
+                    // that a closed loop's last operations complete before the run ends.
+                    let on_ack = self.plan.messages[msg as usize].on_ack;
+                    self.done += usize::from(!(self.done_when_acked || on_ack));
+                    if !on_ack {
+                        self.release_dependents(now, msg);
+                    }
                 }
                 NicOutput::Acked { msg, retransmitted, all } => {
                     let st = &mut self.msgs[msg as usize];
                     st.retransmitted += retransmitted;
                     if all {
                         st.acked = now;
-                        self.done += usize::from(self.done_when_acked);
+                        let on_ack = self.plan.messages[msg as usize].on_ack;
+                        self.done += usize::from(self.done_when_acked || on_ack);
+                        if on_ack {
+                            self.release_dependents(now, msg);
+                        }
                     }
                 }
                 NicOutput::Failed { .. } => self.failed_conns += 1,

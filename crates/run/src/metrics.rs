@@ -257,7 +257,7 @@ pub fn summary(sim: &Sim, ending: Ending) -> Value {
     let ooo = ooo.map_or(Value::Null, |h| json!({ "packets": h.total(), "p50": h.quantile(0.5), "p99": h.quantile(0.99), "p999": h.quantile(0.999), "max": h.max() }));
     let paths = sim.path_stats();
     let sc = &sim.scenario;
-    json!({
+    let mut v = json!({
         "name": sc.name,
         "seed": sc.seed,
         "transport": sc.transport.name(),
@@ -302,7 +302,44 @@ pub fn summary(sim: &Sim, ending: Ending) -> Value {
         "peak_packets_in_flight": sim.fabric.pool.peak(),
         "packet_slot_bytes": fabricsim_fabric::Pool::slot_bytes(),
         "scenario": sc.document,
-    })
+    });
+    // Set apart: the one json! above is at the macro's recursion limit.
+    v["loops"] = Value::Array(loop_summary(sim));
+    v["security_refused"] = json!(sim.nic.security_refused().iter().sum::<u64>());
+    v
+}
+
+/// The closed-loop workloads (message_rate, rpc): per workload, operations completed,
+/// the span from the first start to the last completion, operations per second over
+/// it, and the operations' latencies (a WRITE: posted to acknowledged; a call: request
+/// posted to reply received).
+fn loop_summary(sim: &Sim) -> Vec<Value> {
+    sim.plan
+        .loops
+        .iter()
+        .map(|l| {
+            let ends = |&(first, last): &(u32, u32)| {
+                let (s, e) = (&sim.msgs[first as usize], &sim.msgs[last as usize]);
+                let end = if l.on_ack { e.acked } else { e.finish };
+                (s.start != Time::MAX && end != Time::MAX).then_some((s.start, end))
+            };
+            let done: Vec<(Time, Time)> = l.ops.iter().filter_map(ends).collect();
+            let first = l.ops.iter().map(|&(m, _)| sim.msgs[m as usize].start).min().unwrap_or(Time::MAX);
+            let last = done.iter().map(|d| d.1).max();
+            let span = last.filter(|_| first != Time::MAX).map_or(Dur::ZERO, |t| t.since(first));
+            let rate = if span > Dur::ZERO { done.len() as f64 / span.as_secs_f64() } else { 0.0 };
+            json!({
+                "workload": l.workload,
+                "kind": l.kind,
+                "clients": l.clients,
+                "ops": l.ops.len(),
+                "completed": done.len(),
+                "span_ns": span.as_ns(),
+                "ops_per_s": rate,
+                "latency_ns": distribution(done.iter().map(|d| d.1.since(d.0).as_ns() as f64).collect()),
+            })
+        })
+        .collect()
 }
 
 /// Upper edges of the flow-size buckets of `slowdown_by_size`, bytes (the last is open).

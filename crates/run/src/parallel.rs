@@ -62,9 +62,10 @@ pub(crate) fn check(sim: &Sim) -> Result<(), ScenarioError> {
     for (d, m) in msgs.iter().enumerate() {
         let sender = sim.plan.conns[m.conn as usize].src;
         for &w in &m.deps {
-            // A mark is reached on its own host (its connection's sender).
+            // A mark is reached on its own host (its connection's sender), as is the
+            // acknowledgement of a message that releases on it.
             let c = sim.plan.conns[msgs[w as usize].conn as usize];
-            let receiver = if msgs[w as usize].is_mark() { c.src } else { c.dst };
+            let receiver = if msgs[w as usize].is_mark() || msgs[w as usize].on_ack { c.src } else { c.dst };
             if owner[receiver as usize] != owner[sender as usize] {
                 return Err(ScenarioError::new(
                     "partitions",

@@ -16,7 +16,8 @@ use fabricsim_workload::startup::{Device, Pinning, Startup};
 use fabricsim_workload::traces::chakra;
 use fabricsim_workload::traces::htsim::{self, Failure};
 use fabricsim_workload::{
-    Algorithm, CollectiveKind, CollectiveOp, Group, HostSet, Job, JobComm, OnOff, Placement, WorkloadKind, WorkloadSpec,
+    Algorithm, ClosedLoop, CollectiveKind, CollectiveOp, Group, HostSet, Job, JobComm, OnOff, Operation, Placement,
+    WorkloadKind, WorkloadSpec,
 };
 use std::path::Path;
 use toml::Value;
@@ -61,7 +62,9 @@ pub struct Scenario {
     pub document: serde_json::Value,
 }
 
-pub use crate::factory::{MprdmaSpec, MrcSpec, StellarSpec, TransportKind, TransportSpec, UdmpSpec};
+pub use crate::factory::{
+    MprdmaSpec, MrcSpec, StarServerEnd, StarSpec, StellarSpec, TransportKind, TransportSpec, UdmpSpec,
+};
 
 /// What a fault does.
 #[derive(Clone, Debug, PartialEq)]
@@ -635,6 +638,33 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
             }
             TransportSpec::Mrc(spec)
         }
+        TransportKind::Star => {
+            let auto = r.choose("mode")? == "auto";
+            let server = match r.choose("server")?.as_str() {
+                "receiver" => StarServerEnd::Receiver,
+                "sender" => StarServerEnd::Sender,
+                _ => StarServerEnd::Busier,
+            };
+            // Auto mode's stateful connections are RoCE ones with RoCE's defaults.
+            let roce_table = toml::Value::Table(toml::map::Map::from_iter([("kind".to_string(), "roce".into())]));
+            let roce = match parse_transport_at(path, &roce_table, line)? {
+                TransportSpec::Roce(c) => c,
+                _ => unreachable!("kind roce parses as RoCE"),
+            };
+            let init_cwnd = r.size("init_cwnd")?;
+            if init_cwnd.is_some_and(|b| b == 0 || b > u32::MAX as u64) {
+                return Err(r.error("init_cwnd", "must be between 1 byte and 4 GiB, or \"auto\""));
+            }
+            TransportSpec::Star(StarSpec {
+                auto,
+                server,
+                init_cwnd,
+                g: r.float("g", 1e-6, 1.0)?,
+                rto: rto_duration(&mut r, "rto")?,
+                retry_limit: r.int("retry_limit", 0, 7)? as u32,
+                roce,
+            })
+        }
     };
     if let Err(e) = r.finish(&params_for("transport", kind.name())) {
         if let Value::Table(t) = v {
@@ -997,6 +1027,31 @@ fn parse_workload(
             }
             failures = cm.failures;
             WorkloadKind::Dag { flows, source: (r.path("file"), name) }
+        }
+        "message_rate" | "rpc" => {
+            if r.raw_peek("clients").is_none() {
+                return Err(r.error("clients", "is required (a count or a list of hosts)"));
+            }
+            let clients = parse_hosts(&mut r, "clients", HostSet::All)?;
+            let server = r.int("server", 0, u32::MAX as i64)? as u32;
+            let positive = |r: &mut Reader<'_>, key: &'static str| -> Result<u64, ScenarioError> {
+                match r.size_d(key)? {
+                    0 => Err(r.error(key, "must be at least 1 byte")),
+                    s => Ok(s),
+                }
+            };
+            let op = if kind == "rpc" {
+                Operation::Call {
+                    request: positive(&mut r, "request")?,
+                    reply: positive(&mut r, "reply")?,
+                    think: r.duration_d("think")?,
+                }
+            } else {
+                Operation::Write { size: positive(&mut r, "size")? }
+            };
+            let outstanding = r.int("outstanding", 1, 1 << 16)? as u32;
+            let ops = r.int("ops", 1, 1 << 24)? as u32;
+            WorkloadKind::ClosedLoop(ClosedLoop { clients, server, op, outstanding, ops })
         }
         "incast" => {
             let size = r.required_size("size")?;

@@ -93,6 +93,8 @@ pub const WORKLOAD_KINDS: &[&str] = &[
     "barrier",
     "htsim",
     "chakra",
+    "message_rate",
+    "rpc",
     "poisson",
 ];
 
@@ -216,6 +218,15 @@ const UDMP: &[Param] = &[
     p("flow_control", Ty::Bool, "false", "Keep new PSNs within the receiver's bitmap (not in the paper, whose receiver drops and NACKs what lands beyond it: with a packet stuck on a slow path, every later one then bounces and is resent each round trip)."),
 ];
 
+const STAR: &[Param] = &[
+    c("mode", "stateless", &["stateless", "auto"], "stateless: every connection is a StaR one (the paper's evaluation). auto: the paper's section 3.3 mode: a connection is an ordinary RoCE one (RC, DCQCN, the roce defaults) while both its hosts' NICs have a free QP context (nic.qp_cache, counting each end's QP), and a StaR one once either is full; with ideal NICs every connection is stateful."),
+    c("server", "busier", &["busier", "receiver", "sender"], "Which end of a connection is the stateless server: the receiver (clients WRITE to it: RDP/RA), the sender (its WRITEs are fetched: WQEP, GD/SDP, CQEP), or busier: the end with more connections (the receiver on a tie), which makes the one server of an incast, message_rate or rpc workload stateless in both directions."),
+    p("init_cwnd", Ty::Size, "auto", "The client's initial window (its largest is twice this); auto = one BDP of the connection's path."),
+    p("g", Ty::Float, "0.0625", "DCTCP's gain for the marked fraction's moving average (DCTCP's 1/16; the paper names DCTCP as a window scheme StaR can run, without parameters)."),
+    p("rto", Ty::Duration, "1ms", "Retransmission timeout of RDPs, GDs, CQEPs and (in the server's driver) WQEPs (the paper gives none; its evaluation is lossless)."),
+    p("retry_limit", Ty::Int, "7", "Timeouts in a row without progress before the connection fails (InfiniBand's largest retry count)."),
+];
+
 const MRC: &[Param] = &[
     p("evs", Ty::Int, "128", "Active entropy values per connection, split equally over the NIC's planes (MRC: 128-256): a multiple of the planes; the default is rounded down to one (126 on 3 planes)."),
     p("backup", Ty::Int, "auto", "Backup EVs per plane; auto = max(2, active per plane / 4) (the paper gives no size)."),
@@ -285,6 +296,33 @@ const W_FLOWS: &[Param] = &[p(
 const W_PERMUTATION: &[Param] = &[
     p("size", Ty::Size, "", "Bytes per flow."),
     p("hosts", Ty::Hosts, "all", "Participating hosts: \"all\", a count (the first n) or a list."),
+];
+const CLIENTS_DOC: &str = "A count (the first hosts other than the server) or a list of client hosts.";
+const W_MESSAGE_RATE: &[Param] = &[
+    p("clients", Ty::Hosts, "", CLIENTS_DOC),
+    p("server", Ty::Int, "0", "The server every client WRITEs to (StaR's stateless side)."),
+    p("size", Ty::Size, "8B", "Bytes per WRITE (StaR Fig. 5a: 8)."),
+    p(
+        "outstanding",
+        Ty::Int,
+        "1",
+        "WRITEs each client keeps in flight (StaR Fig. 5a: 1); the next goes once one is acknowledged.",
+    ),
+    p("ops", Ty::Int, "100", "WRITEs per client."),
+];
+const W_RPC: &[Param] = &[
+    p("clients", Ty::Hosts, "", CLIENTS_DOC),
+    p("server", Ty::Int, "0", "The server every client calls (StaR's stateless side)."),
+    p("request", Ty::Size, "2800B", "Request bytes, client to server (StaR Fig. 5b: 2.8 KB)."),
+    p(
+        "reply",
+        Ty::Size,
+        "1400B",
+        "Reply bytes, sent back the moment the request has arrived (StaR Fig. 5b: 1.4 KB, zero compute).",
+    ),
+    p("think", Ty::Duration, "0s", "Time between a reply's arrival and the client's next call."),
+    p("outstanding", Ty::Int, "1", "Calls each client keeps in flight."),
+    p("ops", Ty::Int, "100", "Calls per client."),
 ];
 const W_INCAST: &[Param] = &[
     p("size", Ty::Size, "", "Bytes per sender."),
@@ -481,6 +519,7 @@ pub const CATALOG: &[Section] = &[
     Section { section: "transport", kind: Some(TransportKind::Mprdma.name()), doc: "MPRDMA (NSDI '18, as the UDMP paper describes it): one window over virtual paths, ACK-clocked on the ACK's path, ECN 1/cwnd increase and -1/2 or halving per marked ACK (ecn_cut), OOO-aware path choice with delta, receiver bitmap with NACK, path exploration.", params: MPRDMA },
     Section { section: "transport", kind: Some(TransportKind::Stellar.name()), doc: "STELLAR: N-path spraying with one shared window reacting to ECN and RTT, direct placement, 250us RTO, lost packets resent on another path.", params: STELLAR },
     Section { section: "transport", kind: Some(TransportKind::Udmp.name()), doc: "UDMP: delay-gradient rate control (Algorithm 1) and delay-driven ACK-clocked load balancing (Algorithm 2) joined by a token pool, per-packet ACKs with timestamps, receiver bitmap with NACK, OOO-aware path selection, exploration.", params: UDMP },
+    Section { section: "transport", kind: Some(TransportKind::Star.name()), doc: "StaR (APNet '20): the server's NIC keeps no per-connection state. The client keeps it all and carries what the server needs in every packet (WQEP, CQEP, EA, RDP, RA, GD, SDP; see the README for their header); a DCTCP window at the client; WQE loss recovered by the server's driver; a security table on the client's NIC lets only requests within memory the server registered leave. On a modelled NIC ([nic]) the server's packets need no context and no translation.", params: STAR },
     Section { section: "transport", kind: Some(TransportKind::Mrc.name()), doc: "MRC: per-packet rotation over EV sets split across planes, SACK, trimming with NACK fast retransmit, ECN-driven EV avoidance, EV retirement on untrimmed loss with backups and probing, port-state remapping, reverse EV set. Use it on a lossy fabric (pfc = false) with trimming, and with ECN off on the last hop as the paper deploys it (ecn = { last_hop = false }: marks at a receiver's own port would make the sender avoid healthy EVs).", params: MRC },
     Section { section: "transport.dcqcn", kind: None, doc: "DCQCN overrides.", params: DCQCN },
     Section { section: "workload", kind: None, doc: "Keys of every workload.", params: WORKLOAD_COMMON },
@@ -496,6 +535,8 @@ pub const CATALOG: &[Section] = &[
     Section { section: "workload", kind: Some("poisson"), doc: "A datacenter traffic mix: Poisson arrivals at a target load, sizes from a CDF; the summary reports FCT slowdown by flow size.", params: W_POISSON },
     Section { section: "workload", kind: Some("chakra"), doc: "A Chakra execution trace replayed as a job: compute, send/receive and collective nodes with their dependencies (see the README).", params: W_CHAKRA },
     Section { section: "workload", kind: Some("htsim"), doc: "The flows of an htsim connection matrix, with its triggers as dependencies and its failures as links down (see the README).", params: W_HTSIM },
+    Section { section: "workload", kind: Some("message_rate"), doc: "Clients in a closed loop of small WRITEs to one server (StaR Fig. 5a); the summary's loops entry reports operations per second and latencies.", params: W_MESSAGE_RATE },
+    Section { section: "workload", kind: Some("rpc"), doc: "Clients in a closed loop of calls to one server: a request, the reply back (StaR Fig. 5b); the summary's loops entry reports calls per second and latencies.", params: W_RPC },
     Section { section: "workload", kind: Some("barrier"), doc: "Dissemination barrier: ceil(log2 N) rounds of 8-byte messages (time only).", params: W_BARRIER },
     Section { section: "jobs", kind: None, doc: "One [[jobs]] entry: a training job.", params: JOBS },
     Section { section: "jobs.collectives", kind: None, doc: "One [[jobs.collectives]] entry of a job.", params: JOB_COLLECTIVES },

@@ -33,7 +33,11 @@ pub(crate) fn path_context(
             .fold(Dur::ZERO, |a, b| a + b)
     });
     let rate = sc.links.host_link.bps() as f64 * ports as f64;
-    factory::PathContext { base_rtt, bdp_bytes: rate / 8.0 * base_rtt.as_secs_f64() }
+    factory::PathContext {
+        base_rtt,
+        bdp_bytes: rate / 8.0 * base_rtt.as_secs_f64(),
+        star: factory::StarChoice::default(),
+    }
 }
 
 impl Sim {
@@ -60,6 +64,7 @@ impl Sim {
         check_planes(&scenario, nics_per_host)?;
         check_message_sizes(&scenario, &plan.messages)?;
         let mut nic = Nic::new(fabric.hosts(), nics_per_host, plan.messages.len());
+        let mut star = crate::star::Choices::new(&scenario, &plan, fabric.hosts());
         for (ci, c) in plan.conns.iter().enumerate() {
             let transport = scenario.transport_of(c.workload);
             let all_ports = transport.spans_all_ports();
@@ -77,7 +82,8 @@ impl Sim {
             // flow never changes another connection's random choices.
             let mut rng = Rng::stream(scenario.seed, &[0xC044, c.workload as u64, c.index as u64]);
             let EndpointPlace { first_port, ports } = place(0);
-            let ctx = path_context(&fabric, &scenario, transport, c.src, c.dst, first_port, ports);
+            let mut ctx = path_context(&fabric, &scenario, transport, c.src, c.dst, first_port, ports);
+            ctx.star = star.choose(transport, c);
             check_delay_target(&scenario, c, transport, ctx.base_rtt)?;
             nic.add_connection(
                 c.src,

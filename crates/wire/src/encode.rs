@@ -793,7 +793,7 @@ mod tests {
     fn a_star_packet_carries_its_header_at_fixed_offsets_after_the_bth() {
         let mut pkt = Packet {
             net: vector_net(1, 2),
-            bth: Bth { opcode: opcode::STAR_GD, ack_req: false, dest_qp: 9, psn: 0x0102_03 },
+            bth: Bth { opcode: opcode::STAR_GD, ack_req: false, dest_qp: 9, psn: 0x01_0203 },
             ..Default::default()
         };
         pkt.set_sth(Sth {

@@ -107,8 +107,14 @@ impl Builder {
             after,
             workload: self.workload,
             collective,
+            on_ack: false,
         });
         (self.plan.messages.len() - 1) as u32
+    }
+
+    /// Makes message `m` release its dependents when acknowledged, not received.
+    pub(crate) fn release_on_ack(&mut self, m: u32) {
+        self.plan.messages[m as usize].on_ack = true;
     }
 }
 

@@ -41,6 +41,12 @@ pub fn plan_size(spec: &WorkloadSpec, nhosts: u32) -> PlanSize {
             let n = hosts(set, nhosts);
             PlanSize { conns: n, messages: n, deps: 0 }
         }
+        WorkloadKind::ClosedLoop(l) => {
+            let clients = hosts(&l.clients, nhosts.saturating_sub(1));
+            let per = l.op.conns_per_client();
+            let messages = clients * l.ops as u64 * per;
+            PlanSize { conns: clients * per, messages, deps: messages }
+        }
         WorkloadKind::Incast { senders, .. } => {
             // The receiver is not among the senders.
             let n = hosts(senders, nhosts.saturating_sub(1));

@@ -66,6 +66,8 @@ pub enum WorkloadKind {
         /// Its ranks' nodes and hosts.
         trace: Box<chakra::Trace>,
     },
+    /// Clients in a closed loop with one server (see [`closed_loop`](crate::closed_loop)).
+    ClosedLoop(crate::ClosedLoop),
     /// Flows with dependencies, from a trace file (see [`traces`](crate::traces)),
     /// in any order.
     Dag {
@@ -282,6 +284,10 @@ pub fn build_with(
                 let auto = auto_channels.get(w).copied().unwrap_or(1);
                 let rec = jobs::build(&mut b, job, j, spec.start, nhosts, seed, auto)?;
                 b.plan.jobs.push(rec);
+            }
+            WorkloadKind::ClosedLoop(spec) => {
+                let rec = crate::closed_loop::build(&mut b, spec, &at, nhosts, &f)?;
+                b.plan.loops.push(rec);
             }
         }
         b.finish(nhosts);

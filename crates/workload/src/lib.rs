@@ -20,6 +20,8 @@
 //!   chunks, with nccl-tests' bus-bandwidth factors.
 //! * [`jobs`]: training jobs: placement, parallelism groups, iterations of compute
 //!   and collectives, stragglers, pipeline stages, on/off bursts.
+//! * [`closed_loop`]: clients in a closed loop with one server (StaR's message rate
+//!   and RPC evaluations).
 //! * [`mix`]: Poisson flow arrivals with sizes from a CDF (WebSearch, FB Hadoop,
 //!   AliStorage, or a user's) at a target load.
 //! * [`startup`]: job start-up in secure containers (STELLAR's PVDMA against pin-all,
@@ -34,6 +36,7 @@
 //! The layer knows only host indices; it never sees the fabric.
 
 mod builder;
+pub mod closed_loop;
 pub mod collectives;
 mod estimate;
 mod generators;
@@ -43,6 +46,7 @@ pub mod startup;
 mod timepoint;
 pub mod traces;
 
+pub use closed_loop::{ClosedLoop, Operation};
 pub use collectives::{Algorithm, CollectiveKind, CollectiveOp};
 pub use estimate::{plan_size, PlanSize};
 pub use generators::{build, build_with, HostSet, WorkloadKind, WorkloadSpec};
@@ -76,6 +80,10 @@ pub struct MessageSpec {
     pub workload: u32,
     /// The collective it belongs to, if any (index into [`Plan::collectives`]).
     pub collective: Option<u32>,
+    /// Its dependents are released when it is acknowledged at its sender rather than
+    /// when it is received: a closed-loop client issues its next WRITE once the last
+    /// has completed at the client.
+    pub on_ack: bool,
 }
 
 impl MessageSpec {
@@ -168,6 +176,23 @@ pub struct JobRecord {
     pub blocks: u64,
 }
 
+/// A closed-loop workload's operations, as the results report them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoopRecord {
+    /// The workload.
+    pub workload: u32,
+    /// `message_rate` or `rpc`.
+    pub kind: &'static str,
+    /// Its clients.
+    pub clients: u32,
+    /// Per operation, the message that starts it and the one that ends it (a WRITE:
+    /// the same; a call: its request and its reply).
+    pub ops: Vec<(u32, u32)>,
+    /// An operation ends when its last message is acknowledged at its sender (else
+    /// when it is received).
+    pub on_ack: bool,
+}
+
 /// Everything the run needs to know about the traffic.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Plan {
@@ -179,6 +204,8 @@ pub struct Plan {
     pub collectives: Vec<CollectiveSpec>,
     /// Jobs.
     pub jobs: Vec<JobRecord>,
+    /// Closed-loop workloads.
+    pub loops: Vec<LoopRecord>,
 }
 
 /// A workload that cannot be built.
