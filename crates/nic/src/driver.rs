@@ -256,18 +256,19 @@ impl Nic {
                 let queue = if data { &mut self.queues[qi].data } else { &mut self.queues[qi].ctrl };
                 let Some(ep) = queue.pop_front() else { break };
                 let m = &self.meta[ep as usize];
-                // A dual endpoint's other queue has its own bit (see `EpMeta::queued`).
-                let other = m.dual && data == m.responder;
-                let bit = 1u16 << (port - m.first_port + if other { 8 } else { 0 });
-                let control = !data && m.dual;
+                let (dual, mut bit) = (m.dual, 1u16 << (port - m.first_port));
+                if dual && data == m.responder {
+                    // A dual endpoint's other queue has its own bit (`EpMeta::queued`).
+                    bit <<= 8;
+                }
                 self.meta[ep as usize].queued &= !bit;
-                let poll = if control {
-                    self.eps[ep as usize].poll_control(now, port)
+                let poll = if dual && !data {
+                    self.poll_control_of(ep, now, port)
                 } else {
                     self.eps[ep as usize].poll_transmit(now, port)
                 };
                 match poll {
-                    Poll::Send(pkt) if self.security.as_mut().is_some_and(|s| !s.allows(host, &pkt)) => {
+                    Poll::Send(pkt) if self.security.is_some() && self.refused(host, &pkt) => {
                         // Refused by StaR's security table: dropped before the wire,
                         // the port still free for the next endpoint.
                         self.meta[ep as usize].queued |= bit;
@@ -309,6 +310,20 @@ impl Nic {
                 self.after_input(now, ep, wire);
             }
         }
+    }
+
+    /// A dual endpoint's next control packet (kept out of line: most endpoints are not
+    /// dual, and `serve` is every packet's path).
+    #[inline(never)]
+    fn poll_control_of(&mut self, ep: u32, now: Time, port: u8) -> Poll {
+        self.eps[ep as usize].poll_control(now, port)
+    }
+
+    /// Whether StaR's security table refuses `pkt`, leaving host `host` (counted).
+    #[cold]
+    #[inline(never)]
+    fn refused(&mut self, host: u32, pkt: &fabricsim_wire::Packet) -> bool {
+        self.security.as_mut().is_some_and(|s| !s.allows(host, pkt))
     }
 
     /// The packets staged on a port of a modelled NIC go on the wire once ready, control
