@@ -48,7 +48,7 @@ def _random_scenarios(n: int, seed: int):
     extra = {"link_loss": {"loss": 0.05}, "delay": {"delay": "3us"}, "rate": {"rate": "40Gbps"}, "link_flap": {"period": "10us", "until": "60us"}}
     for case in range(n):
         topo, links, switches = rng.choice(topos)
-        kind = rng.choice(["roce", "mrc", "stellar", "udmp", "mprdma", "qp_scaling"])
+        kind = rng.choice(["roce", "mrc", "stellar", "udmp", "mprdma", "qp_scaling", "star"])
         lossy = kind == "mrc" or rng.random() < 0.3
         fabric = {"pfc": not lossy, "trimming": kind == "mrc"} if lossy else {"pfc": True}
         if topo["kind"] == "multi_plane" and kind == "mrc":
