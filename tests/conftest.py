@@ -1,3 +1,4 @@
+import shutil
 import signal
 import subprocess
 import sys
@@ -51,3 +52,17 @@ def popen_interruptible(args, **kwargs) -> subprocess.Popen:
     control (as some CI runners start it) inherits SIGINT ignored, and Python keeps an
     ignored SIGINT ignored, so the child would never see the signal the test sends."""
     return subprocess.Popen(args, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **kwargs)
+
+
+needs_tshark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed (apt-get install tshark)")
+
+
+def tshark(pcap, *fields, args=()):
+    """Rows of the requested fields for every frame (RPC-over-RDMA's heuristic would
+    claim some payloads, so it is off); ``args`` are more tshark options (a Lua
+    script, a display filter)."""
+    cmd = ["tshark", "-r", str(pcap), "--disable-protocol", "rpcordma", *args, "-T", "fields", "-E", "separator=,"]
+    for f in fields:
+        cmd += ["-e", f]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    return [line.split(",") for line in out.stdout.splitlines()]

@@ -4,15 +4,12 @@ installs tshark from Debian's packages under CI; elsewhere these tests are skipp
 with a message when it is missing."""
 
 import json
-import shutil
 import subprocess
 
 import pandas as pd
 import pytest
 
-from conftest import cli
-
-needs_tshark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed (apt-get install tshark)")
+from conftest import cli, needs_tshark, tshark
 
 ONE_FLOW = """
 name = "pcap-{kind}"
@@ -31,16 +28,6 @@ flows = [{{ src = 0, dst = {dst}, size = "{size}" }}]
 [output]
 plots = false
 """
-
-
-def tshark(pcap, *fields):
-    """Rows of the requested fields for every frame (RPC-over-RDMA's heuristic would
-    claim some payloads, so it is off)."""
-    args = ["tshark", "-r", str(pcap), "--disable-protocol", "rpcordma", "-T", "fields", "-E", "separator=,"]
-    for f in fields:
-        args += ["-e", f]
-    out = subprocess.run(args, capture_output=True, text=True, check=True)
-    return [line.split(",") for line in out.stdout.splitlines()]
 
 
 def run_captured(tmp_path, spec, *args, **fmt):

@@ -24,6 +24,7 @@ CASES: Dict[str, str] = {
     "b": "b_fat_tree_k16_roce.toml",
     "c": "c_fat_tree_k16_mrc.toml",
     "c2": "c2_fat_tree_k16_mrc_2_partitions.toml",
+    "d": "d_fat_tree_k16_mrc_rnic.toml",
 }
 
 

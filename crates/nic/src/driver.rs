@@ -58,7 +58,8 @@ impl Nic {
         };
         self.next_addr[ep as usize] = addr + payload;
         let wqe = transmit && opcode::starts_message(pkt.bth.opcode);
-        Work { qp: ep, payload, addr, wqe, stateless: self.meta[ep as usize].stateless }
+        let m = &self.meta[ep as usize];
+        Work { qp: m.local, payload, addr, wqe, stateless: m.stateless }
     }
 
     /// A packet for endpoint `ep` reaches its modelled NIC: it passes the receive

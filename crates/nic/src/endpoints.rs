@@ -51,6 +51,7 @@ impl Nic {
             // Requester and responder of QP i sit side by side.
             let (req, resp) = make(i, info(src, dst, r, r + 1), info(dst, src, r + 1, r));
             for (ep, host, responder) in [(req, src, false), (resp, dst, true)] {
+                let local = self.host_eps[host as usize].len() as u32;
                 self.host_eps[host as usize].push(self.eps.len() as u32);
                 let (dual, stateless) = (ep.dual(), ep.stateless());
                 self.eps.push(ep);
@@ -61,6 +62,7 @@ impl Nic {
                     responder,
                     dual,
                     stateless,
+                    local,
                     conn,
                     queued: 0,
                     offer_first: 0,

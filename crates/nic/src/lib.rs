@@ -103,6 +103,8 @@ pub(crate) struct EpMeta {
     pub(crate) dual: bool,
     /// Its NIC keeps no state for it ([`AnyEndpoint::stateless`]).
     pub(crate) stateless: bool,
+    /// Its number among its host's endpoints (the NIC model's QP number).
+    pub(crate) local: u32,
     pub(crate) conn: u32,
     /// Bit `i` set while queued on port `first_port + i`'s queue (the control queue for
     /// a responder, the data queue otherwise); bit `8 + i` while a dual endpoint is
@@ -194,7 +196,11 @@ impl Nic {
         }
         // An ideal NIC among modelled ones: no limit on anything.
         let ideal = rnic::NicModel::unbounded();
-        self.rnic = all.into_iter().map(|m| rnic::RnicState::new(m.unwrap_or(ideal))).collect();
+        self.rnic = all
+            .into_iter()
+            .enumerate()
+            .map(|(h, m)| rnic::RnicState::with_qps(m.unwrap_or(ideal), self.host_eps[h].len()))
+            .collect();
         self.rx_queue = vec![VecDeque::new(); hosts as usize];
         self.staged = vec![[None, None]; self.queues.len()];
         self.next_addr = vec![0; self.eps.len()];

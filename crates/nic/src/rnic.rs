@@ -148,8 +148,11 @@ pub struct RnicStats {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Lru {
     capacity: usize,
-    /// Key -> slot.
-    index: HashMap<u64, u32>,
+    /// Key -> slot, for keys below its length (QP contexts: a NIC's QPs numbered from
+    /// 0); `NIL` where not held.
+    dense: Vec<u32>,
+    /// Key -> slot, for the others (pages).
+    index: HashMap<u64, u32, BuildFx>,
     keys: Vec<u64>,
     prev: Vec<u32>,
     next: Vec<u32>,
@@ -162,9 +165,15 @@ const NIL: u32 = u32::MAX;
 
 impl Lru {
     pub(crate) fn new(capacity: usize) -> Lru {
+        Lru::with_dense_keys(capacity, 0)
+    }
+
+    /// An LRU whose keys below `dense` are indexed by a table rather than hashed.
+    pub(crate) fn with_dense_keys(capacity: usize, dense: usize) -> Lru {
         Lru {
             capacity,
-            index: HashMap::new(),
+            dense: vec![NIL; dense],
+            index: HashMap::default(),
             keys: Vec::new(),
             prev: Vec::new(),
             next: Vec::new(),
@@ -202,7 +211,7 @@ impl Lru {
     /// Touches `key`: `true` if it was held (now the most recent), `false` if not (now
     /// held, the least recent evicted if full).
     pub(crate) fn touch(&mut self, key: u64) -> bool {
-        if let Some(&s) = self.index.get(&key) {
+        if let Some(s) = self.slot(key) {
             if self.head != s {
                 self.unlink(s);
                 self.push_front(s);
@@ -220,13 +229,66 @@ impl Lru {
         } else {
             let s = self.tail;
             self.unlink(s);
-            self.index.remove(&self.keys[s as usize]);
+            self.set_slot(self.keys[s as usize], NIL);
             self.keys[s as usize] = key;
             s
         };
-        self.index.insert(key, s);
+        self.set_slot(key, s);
         self.push_front(s);
         false
+    }
+
+    /// The slot holding `key`, if held.
+    #[inline]
+    fn slot(&self, key: u64) -> Option<u32> {
+        match self.dense.get(key as usize) {
+            Some(&s) => (s != NIL).then_some(s),
+            None => self.index.get(&key).copied(),
+        }
+    }
+
+    /// Records `key` in slot `s` (`NIL`: no longer held).
+    #[inline]
+    fn set_slot(&mut self, key: u64, s: u32) {
+        match self.dense.get_mut(key as usize) {
+            Some(d) => *d = s,
+            None if s == NIL => {
+                self.index.remove(&key);
+            }
+            None => {
+                self.index.insert(key, s);
+            }
+        }
+    }
+}
+
+/// A multiplicative hash for the LRUs' sparse keys (page numbers): the standard
+/// library's SipHash guards against adversarial keys, which a simulation has none of,
+/// at several times the cost.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct BuildFx;
+
+impl std::hash::BuildHasher for BuildFx {
+    type Hasher = FxHasher;
+    fn build_hasher(&self) -> FxHasher {
+        FxHasher(0)
+    }
+}
+
+/// See [`BuildFx`] (the constant is the golden ratio's, as in Firefox's and rustc's hash).
+pub(crate) struct FxHasher(u64);
+
+impl std::hash::Hasher for FxHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
 }
 
@@ -291,7 +353,8 @@ pub struct RnicState {
 /// What a packet asks of its NIC.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Work {
-    /// Its QP (the endpoint id: contexts are per QP, requester and responder apart).
+    /// Its QP, numbered among its NIC's (contexts are per QP, requester and responder
+    /// apart).
     pub(crate) qp: u32,
     /// Payload bytes to move over PCIe (0 for control packets).
     pub(crate) payload: u64,
@@ -307,6 +370,11 @@ pub(crate) struct Work {
 impl RnicState {
     /// A NIC with the resources of `model`, idle.
     pub fn new(model: NicModel) -> RnicState {
+        RnicState::with_qps(model, 0)
+    }
+
+    /// A NIC whose QPs are numbered `0..qps` (their contexts indexed, not hashed).
+    pub fn with_qps(model: NicModel, qps: usize) -> RnicState {
         let unbounded = |c: Option<u32>| c.map_or(usize::MAX, |c| c as usize);
         RnicState {
             model,
@@ -314,7 +382,7 @@ impl RnicState {
             wqe_service: per(model.wqe_rate),
             tx: Pipeline::default(),
             rx: Pipeline::default(),
-            qp: Lru::new(unbounded(model.qp_cache)),
+            qp: Lru::with_dense_keys(unbounded(model.qp_cache), qps),
             mtt: Lru::new(unbounded(model.mtt_cache)),
             atc: Lru::new(model.atc_cache as usize),
             fetches: Slots::new(model.fetches),

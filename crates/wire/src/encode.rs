@@ -63,7 +63,9 @@
 //!
 //! # StaR header (24 bytes, big-endian)
 //! StaR's opcodes (`0xD0..=0xD6`, [`opcode::is_star`]) carry the StaR header and no
-//! other: see [`Sth`] for its layout. It is implied by the opcode, so a StaR packet is
+//! other: see [`Sth`] for its layout. Its reply QP and source port are written as the
+//! answer will carry them in its BTH and UDP header: the QP plus [`QPN_OFFSET`], the
+//! port as [`wire_sport`] makes it. It is implied by the opcode, so a StaR packet is
 //! written with the explicit bits only when trimmed (their header bits then zero).
 //! Wireshark knows none of this: `wireshark/fabricsim_star.lua` dissects it.
 //!
@@ -510,8 +512,10 @@ pub fn emit(pkt: &Packet, cfg: &EncodeConfig, out: &mut Vec<u8>) -> Result<usize
         out.extend_from_slice(&h.total.to_be_bytes());
         out.extend_from_slice(&h.len.to_be_bytes());
         out.push(h.flags);
-        out.extend_from_slice(&h.reply_qp.to_be_bytes()[1..]);
-        out.extend_from_slice(&h.reply_sport.to_be_bytes());
+        // As the answer will carry them: a QP number as the BTH writes it, a source
+        // port as the UDP header does.
+        out.extend_from_slice(&h.reply_qp.wrapping_add(QPN_OFFSET).to_be_bytes()[1..]);
+        out.extend_from_slice(&wire_sport(h.reply_sport).to_be_bytes());
     }
     if op == opcode::CNP {
         out.extend_from_slice(&[0; CNP_RESERVED_BYTES]);
@@ -710,7 +714,7 @@ pub fn parse(bytes: &[u8]) -> Result<Packet, ParseError> {
             total: be32(bytes, at + 12),
             len: be16(bytes, at + 16),
             flags: bytes[at + 18],
-            reply_qp: be24(bytes, at + 19),
+            reply_qp: be24(bytes, at + 19).wrapping_sub(QPN_OFFSET) & 0xFF_FFFF,
             reply_sport: be16(bytes, at + 22),
         });
     }
@@ -781,9 +785,14 @@ mod tests {
         }
     }
 
-    /// `pkt` as `parse` reads it back: with the source port as on the wire.
+    /// `pkt` as `parse` reads it back: with the source ports as on the wire.
     fn as_on_wire(mut pkt: Packet) -> Packet {
         pkt.net.sport = wire_sport(pkt.net.sport);
+        if pkt.hdrs & hdr::STH != 0 {
+            let mut h = pkt.sth();
+            h.reply_sport = wire_sport(h.reply_sport);
+            pkt.set_sth(h);
+        }
         pkt
     }
 
@@ -816,7 +825,7 @@ mod tests {
         assert_eq!(h[12..16], 2800u32.to_be_bytes());
         assert_eq!(h[16..18], 1400u16.to_be_bytes());
         assert_eq!(h[18], Sth::F_RETX);
-        assert_eq!(h[19..22], [0xDE, 0xF0, 0x12]);
+        assert_eq!(h[19..22], [0xDE, 0xF0, 0x14], "the QP as a BTH carries it (+2)");
         assert_eq!(h[22..24], 0xC345u16.to_be_bytes());
         assert_eq!(parse(&f), Ok(as_on_wire(pkt)));
         // Trimmed, it is written explicitly and still read back with its header.
