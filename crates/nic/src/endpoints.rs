@@ -77,6 +77,7 @@ impl Nic {
             split,
             report: Report::Messages,
             msgs: vec![Vec::new(); qps as usize],
+            reuse_buffer: false,
         });
         conn
     }

@@ -41,6 +41,8 @@ pub(crate) struct ConnState {
     pub(crate) report: crate::Report,
     /// Per QP, the message ids it carries parts of, by its own sequence numbers.
     pub(crate) msgs: Vec<Vec<u32>>,
+    /// Every message uses the connection's one buffer (else a buffer of its own).
+    pub(crate) reuse_buffer: bool,
 }
 
 /// A message's parts still to be received and acknowledged.
@@ -56,14 +58,23 @@ pub(crate) fn part_of(conn: &ConnState, qp: usize, seq: u32) -> u32 {
     conn.msgs[qp][seq as usize]
 }
 
-/// The virtual address message `msg`'s buffer starts at (its part at `offset` is
-/// written there plus the offset): a region per message, so parts and messages never
-/// overlap.
-fn address(msg: u32, offset: u64) -> u64 {
-    0x7f00_0000_0000u64 + ((msg as u64) << 32) + offset
+/// The virtual address of byte `offset` of message `msg` on connection `conn`: in a
+/// region of the message's own, so that parts and messages never overlap, or, for a
+/// connection that reuses its buffer, of the connection's (the same at every message).
+fn address(c: &ConnState, conn: u32, msg: u32, offset: u64) -> u64 {
+    if c.reuse_buffer {
+        (1u64 << 63) + ((conn as u64) << 32) + offset
+    } else {
+        0x7f00_0000_0000u64 + ((msg as u64) << 32) + offset
+    }
 }
 
 impl Nic {
+    /// Makes every message of connection `conn` use the connection's one buffer.
+    pub fn reuse_buffer(&mut self, conn: u32) {
+        self.conns[conn as usize].reuse_buffer = true;
+    }
+
     /// Records that message `msg` of `size` bytes goes on connection `conn`: cuts it
     /// into parts and numbers each in its QP's sequence. A copy of the world that only
     /// receives the message (a partition) calls this alone; [`post`](Self::post) calls
@@ -88,7 +99,9 @@ impl Nic {
         for &(i, len, _) in &parts {
             for ep in [first + 2 * i, first + 2 * i + 1] {
                 if self.meta[ep as usize].stateless {
-                    self.register(ep, address(msg, offset), address(msg, offset + len));
+                    let c = &self.conns[conn as usize];
+                    let (lo, hi) = (address(c, conn, msg, offset), address(c, conn, msg, offset + len));
+                    self.register(ep, lo, hi);
                 }
             }
             offset += len;
@@ -103,7 +116,7 @@ impl Nic {
         let mut offset = 0;
         for (i, len, seq) in self.book(conn, msg, size) {
             let ep = first + 2 * i;
-            let va = address(msg, offset);
+            let va = address(&self.conns[conn as usize], conn, msg, offset);
             offset += len;
             self.eps[ep as usize].post(now, Message { seq, len, va, rkey: msg });
             self.after_input(now, ep, wire);

@@ -29,7 +29,8 @@
 //! chip (`mtt_cache` entries, a miss fetched like a context). GPU memory with the ATC
 //! is translated by PCIe ATS: the NIC's address translation cache (`atc_cache`
 //! entries) and, on a miss, a translation request to the host's IOMMU (`atc_miss`),
-//! `atc_outstanding` at once (STELLAR section 6, Fig. 8).
+//! `atc_outstanding` at once, each `iotlb_miss` longer when the IOMMU's IOTLB (`iotlb`
+//! pages) does not hold the page either (STELLAR section 6, Fig. 8).
 //!
 //! # PCIe
 //! Payloads cross PCIe at `pcie_rate` (DMA reads on transmit, writes on receive, each
@@ -84,6 +85,10 @@ pub struct NicModel {
     pub atc_miss: Dur,
     /// ATS translation requests under way at once.
     pub atc_outstanding: u32,
+    /// Pages the IOMMU's IOTLB holds (`None`: every one).
+    pub iotlb: Option<u32>,
+    /// Extra time of an ATS request for a page the IOTLB does not hold.
+    pub iotlb_miss: Dur,
     /// PCIe bandwidth, each direction.
     pub pcie_rate: Option<Rate>,
 }
@@ -105,6 +110,8 @@ impl NicModel {
             atc_cache: 0,
             atc_miss: Dur::ZERO,
             atc_outstanding: 1,
+            iotlb: None,
+            iotlb_miss: Dur::ZERO,
             pcie_rate: None,
         }
     }
@@ -131,6 +138,8 @@ pub struct RnicStats {
     pub atc_hits: u64,
     /// ATC lookups that missed (each an ATS request).
     pub atc_misses: u64,
+    /// ATS requests whose page the IOMMU's IOTLB did not hold.
+    pub iotlb_misses: u64,
     /// Picoseconds the transmit pipeline was busy.
     pub tx_busy_ps: u64,
     /// Picoseconds the receive pipeline was busy.
@@ -342,6 +351,8 @@ pub struct RnicState {
     qp: Lru,
     mtt: Lru,
     atc: Lru,
+    /// The IOMMU's IOTLB behind this NIC's ATS requests.
+    iotlb: Lru,
     fetches: Slots,
     ats: Slots,
     pcie_read_free: Time,
@@ -385,6 +396,7 @@ impl RnicState {
             qp: Lru::with_dense_keys(unbounded(model.qp_cache), qps),
             mtt: Lru::new(unbounded(model.mtt_cache)),
             atc: Lru::new(model.atc_cache as usize),
+            iotlb: Lru::new(unbounded(model.iotlb)),
             fetches: Slots::new(model.fetches),
             ats: Slots::new(model.atc_outstanding),
             pcie_read_free: Time::ZERO,
@@ -420,7 +432,12 @@ impl RnicState {
                         self.stats.atc_hits += 1;
                     } else {
                         self.stats.atc_misses += 1;
-                        ready = ready.max(self.ats.request(now, self.model.atc_miss));
+                        let mut cost = self.model.atc_miss;
+                        if self.model.iotlb.is_some() && !self.iotlb.touch(p) {
+                            self.stats.iotlb_misses += 1;
+                            cost += self.model.iotlb_miss;
+                        }
+                        ready = ready.max(self.ats.request(now, cost));
                     }
                 } else if self.mtt.touch(p) {
                     self.stats.mtt_hits += 1;
@@ -503,6 +520,8 @@ mod tests {
             atc_cache: 64,
             atc_miss: Dur::from_us(1),
             atc_outstanding: 1,
+            iotlb: None,
+            iotlb_miss: Dur::ZERO,
             pcie_rate: None,
         }
     }

@@ -531,6 +531,7 @@ pub fn nic_table(sim: &Sim) -> Table {
         .push("mtt_misses", col(|s| s.mtt_misses))
         .push("atc_hits", col(|s| s.atc_hits))
         .push("atc_misses", col(|s| s.atc_misses))
+        .push("iotlb_misses", col(|s| s.iotlb_misses))
         .push("tx_busy_ns", col(|s| s.tx_busy_ps / 1000))
         .push("rx_busy_ns", col(|s| s.rx_busy_ps / 1000))
         .push("stall_ns", col(|s| s.stall_ps / 1000))

@@ -108,7 +108,11 @@ fn parse_model(r: &mut Reader<'_>, base: Option<Option<NicModel>>) -> Result<Opt
     let page = match r.size("page_size")? {
         None => d.page,
         Some(p) if PAGES.contains(&p) => p,
-        Some(p) => return Err(r.error("page_size", format!("must be 4KB (4096) or 2MB (2097152) bytes, got {p}"))),
+        Some(p) => {
+            return Err(
+                r.error("page_size", format!("must be 4KiB (4096 bytes) or 2MiB (2097152 bytes), got {p} bytes"))
+            )
+        }
     };
     let memory = match r.raw_peek("memory") {
         None => d.memory,
@@ -141,6 +145,8 @@ fn parse_model(r: &mut Reader<'_>, base: Option<Option<NicModel>>) -> Result<Opt
         atc_cache: count(r, "atc_cache", Some(d.atc_cache))?.unwrap_or(u32::MAX),
         atc_miss: positive_duration_or(r, "atc_miss", d.atc_miss)?,
         atc_outstanding: count(r, "atc_outstanding", Some(d.atc_outstanding))?.unwrap_or(u32::MAX),
+        iotlb: count(r, "iotlb", d.iotlb)?,
+        iotlb_miss: r.duration("iotlb_miss")?.unwrap_or(d.iotlb_miss),
         pcie_rate,
     }))
 }
@@ -184,6 +190,8 @@ fn defaults(r: &Reader<'_>) -> NicModel {
         atc_cache: int("atc_cache").unwrap_or(u32::MAX),
         atc_miss: dur("atc_miss"),
         atc_outstanding: int("atc_outstanding").unwrap_or(u32::MAX),
+        iotlb: int("iotlb"),
+        iotlb_miss: dur("iotlb_miss"),
         pcie_rate: limit(r, "pcie_rate", |t| parse_rate(t).ok()),
     }
 }

@@ -1051,7 +1051,8 @@ fn parse_workload(
             };
             let outstanding = r.int("outstanding", 1, 1 << 16)? as u32;
             let ops = r.int("ops", 1, 1 << 24)? as u32;
-            WorkloadKind::ClosedLoop(ClosedLoop { clients, server, op, outstanding, ops })
+            let connections = r.int("connections", 1, 1 << 16)? as u32;
+            WorkloadKind::ClosedLoop(ClosedLoop { clients, server, op, outstanding, ops, connections })
         }
         "incast" => {
             let size = r.required_size("size")?;

@@ -308,7 +308,8 @@ const W_MESSAGE_RATE: &[Param] = &[
         "1",
         "WRITEs each client keeps in flight (StaR Fig. 5a: 1); the next goes once one is acknowledged.",
     ),
-    p("ops", Ty::Int, "100", "WRITEs per client."),
+    p("ops", Ty::Int, "100", "WRITEs per client and connection."),
+    p("connections", Ty::Int, "1", "Connections per client, each its own loop (STELLAR Fig. 8: one client, 16 connections). Every message of a loop writes its connection's one buffer, as a benchmark loop does."),
 ];
 const W_RPC: &[Param] = &[
     p("clients", Ty::Hosts, "", CLIENTS_DOC),
@@ -322,7 +323,8 @@ const W_RPC: &[Param] = &[
     ),
     p("think", Ty::Duration, "0s", "Time between a reply's arrival and the client's next call."),
     p("outstanding", Ty::Int, "1", "Calls each client keeps in flight."),
-    p("ops", Ty::Int, "100", "Calls per client."),
+    p("ops", Ty::Int, "100", "Calls per client and connection pair."),
+    p("connections", Ty::Int, "1", "Connection pairs (one each way) per client, each its own loop; every message of a loop uses its connection's one buffer."),
 ];
 const W_INCAST: &[Param] = &[
     p("size", Ty::Size, "", "Bytes per sender."),
@@ -485,12 +487,14 @@ pub const NIC: &[Param] = &[
     p("qp_fetch", Ty::Duration, "1us", "Time to fetch a QP context or an MTT entry from host memory over PCIe (StaR's PCIe latency, 1 us). The pipeline, in order, waits with the packet."),
     p("fetches", Ty::Int, "1", "Fetches under way at once: with 1 a NIC whose packets all miss processes one per qp_fetch (StaR's collapse to about 1 M operations per second); \"none\": unbounded."),
     p("mtt_cache", Ty::Int, "none", "MTT entries on chip (one per page of a buffer translated); a miss is fetched as a context. \"none\": unbounded (no public figure for ConnectX's; set it to study MTT thrashing)."),
-    p("page_size", Ty::Size, "4KB", "Page size of the translations: 4KB or 2MB (STELLAR Fig. 8 uses 4 KB)."),
+    p("page_size", Ty::Size, "4KiB", "Page size of the translations: 4KiB or 2MiB (STELLAR Fig. 8 uses 4 KB pages)."),
     c("memory", "host", &["host", "gpu"], "Where the buffers this NIC reads and writes live: host memory (translated by the MTT) or GPU memory (GPU Direct RDMA, translated by gdr_translation)."),
     c("gdr_translation", "atc", &["atc", "emtt"], "GPU memory translation (STELLAR section 6): atc = PCIe ATS, the NIC's address translation cache with misses answered by the host's IOMMU; emtt = STELLAR's extended MTT, GPU translations in the NIC's own table."),
-    p("atc_cache", Ty::Int, "8192", "ATC entries (pages). 8192 x 4 KB = 32 MB, chosen from STELLAR Fig. 8, where 16 connections' GDR WRITEs lose throughput past 2 MB each (32 MB in all); the paper gives no size. Not yet checked against the figure by a run."),
-    p("atc_miss", Ty::Duration, "1us", "Time an ATS translation request takes (a PCIe round trip and the IOMMU's walk)."),
-    p("atc_outstanding", Ty::Int, "4", "ATS translation requests under way at once (a guess: no public figure; STELLAR Fig. 8's throughput past the ATC's reach would calibrate it, not yet done)."),
+    p("atc_cache", Ty::Int, "8192", "ATC entries (pages). 8192 x 4 KB = 32 MB, fitted to STELLAR Fig. 8, where 16 connections' GDR WRITEs lose throughput past 2 MB each (32 MB in all); the paper says only \"tens of thousands of memory pages\"."),
+    p("atc_miss", Ty::Duration, "740ns", "Time an ATS translation request takes when the IOMMU's IOTLB holds the page (a PCIe round trip). Fitted to STELLAR Fig. 8: with atc_outstanding = 4, GDR WRITEs of 4 KB pages run at 170 Gb/s, the figure's throughput past the ATC's reach."),
+    p("atc_outstanding", Ty::Int, "4", "ATS translation requests under way at once (no public figure; with atc_miss it sets the throughput past the ATC's reach)."),
+    p("iotlb", Ty::Int, "131072", "IOTLB entries (pages) of the host's IOMMU, which answers ATS requests; a request for a page it does not hold costs iotlb_miss more (a page walk). 131072 x 4 KB = 512 MB, fitted to STELLAR Fig. 8's second drop past 32 MB per connection (16 x 32 MB), which the paper puts down to IOTLB misses; \"none\": unbounded."),
+    p("iotlb_miss", Ty::Duration, "130ns", "Extra time of an ATS request whose page the IOTLB does not hold. Fitted to STELLAR Fig. 8: 870 ns per request, 4 at once, gives the figure's 150 Gb/s past 32 MB."),
     p("pcie_rate", Ty::Rate, "256Gbps", "PCIe bandwidth each direction for payload DMA (Gen4 x16: 16 GT/s x 16 lanes, 128b/130b); \"none\": unbounded."),
     p("groups", Ty::List, "none", "Array of tables [[nic.groups]]: `hosts` (a list of host indices) and any keys above, which override the scenario's for those hosts' NICs (later groups win)."),
 ];

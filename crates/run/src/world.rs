@@ -85,7 +85,7 @@ impl Sim {
             let mut ctx = path_context(&fabric, &scenario, transport, c.src, c.dst, first_port, ports);
             ctx.star = star.choose(transport, c);
             check_delay_target(&scenario, c, transport, ctx.base_rtt)?;
-            nic.add_connection(
+            let conn = nic.add_connection(
                 c.src,
                 c.dst,
                 transport.qps(),
@@ -95,6 +95,9 @@ impl Sim {
                 place,
                 |_, req, resp| factory::endpoint_pair(transport, req, resp, &ctx, Time::ZERO, &mut rng),
             );
+            if c.reuse_buffer {
+                nic.reuse_buffer(conn);
+            }
         }
         for (key, h) in scenario.nic.hosts_named() {
             if h >= fabric.hosts() {

@@ -70,7 +70,14 @@ impl Builder {
 
     /// A new connection from `src` to `dst`.
     pub(crate) fn conn(&mut self, src: u32, dst: u32, port: Option<u32>) -> u32 {
-        self.plan.conns.push(ConnSpec { src, dst, workload: self.workload, index: self.local, port });
+        self.plan.conns.push(ConnSpec {
+            src,
+            dst,
+            workload: self.workload,
+            index: self.local,
+            port,
+            reuse_buffer: false,
+        });
         self.out_of.entry(src).or_insert(self.plan.conns.len() as u32 - 1);
         self.local += 1;
         (self.plan.conns.len() - 1) as u32

@@ -9,8 +9,10 @@
 //!   with `outstanding` calls in flight. A request and its reply travel on the
 //!   client's two connections (one each way).
 //!
-//! Each client makes `ops` operations (calls); the run reports operations per second
-//! and the operations' latencies ([`crate::LoopRecord`]).
+//! Each client runs `connections` such loops, each on its own connection(s) and
+//! making `ops` operations; every message of a loop reads and writes its connection's
+//! one buffer, as a benchmark loop does. The run reports operations per second and
+//! the operations' latencies ([`crate::LoopRecord`]).
 
 use crate::builder::Builder;
 use crate::generators::{resolve, HostSet};
@@ -65,8 +67,10 @@ pub struct ClosedLoop {
     pub op: Operation,
     /// Operations each client keeps in flight.
     pub outstanding: u32,
-    /// Operations per client.
+    /// Operations per client and connection.
     pub ops: u32,
+    /// Connections (independent loops) per client.
+    pub connections: u32,
 }
 
 /// Appends `spec`'s clients, connections and operations to `b`, starting at `at`.
@@ -91,40 +95,45 @@ pub(crate) fn build(
         workload: b.workload,
         kind: spec.op.name(),
         clients: clients.len() as u32,
-        ops: Vec::with_capacity(clients.len() * spec.ops as usize),
+        ops: Vec::with_capacity(clients.len() * (spec.ops * spec.connections) as usize),
         on_ack: matches!(spec.op, Operation::Write { .. }),
     };
     let k = spec.outstanding.max(1) as usize;
     for &c in &clients {
-        let to_server = b.conn(c, spec.server, None);
-        let back = match spec.op {
-            Operation::Call { .. } => Some(b.conn(spec.server, c, None)),
-            Operation::Write { .. } => None,
-        };
-        // Per slot, the message whose completion releases the slot's next operation.
-        let mut last: Vec<Option<u32>> = vec![None; k];
-        for i in 0..spec.ops as usize {
-            let slot = i % k;
-            let (gap, size) = match spec.op {
-                Operation::Write { size } => (Dur::ZERO, size),
-                Operation::Call { request, think, .. } => (think, request),
+        for _ in 0..spec.connections {
+            let to_server = b.conn(c, spec.server, None);
+            let back = match spec.op {
+                Operation::Call { .. } => Some(b.conn(spec.server, c, None)),
+                Operation::Write { .. } => None,
             };
-            let tp = match last[slot] {
-                None => at.clone(),
-                Some(m) => at.clone().max(&TimePoint { at: Dur::ZERO, after: vec![(m, gap)] }),
-            };
-            let first = b.message(to_server, size, &tp, &[], None);
-            let end = match (spec.op, back) {
-                (Operation::Call { reply, .. }, Some(back)) => {
-                    b.message(back, reply, &TimePoint::received(&[first]), &[], None)
-                }
-                _ => {
-                    b.release_on_ack(first);
-                    first
-                }
-            };
-            rec.ops.push((first, end));
-            last[slot] = Some(end);
+            for conn in [Some(to_server), back].into_iter().flatten() {
+                b.plan.conns[conn as usize].reuse_buffer = true;
+            }
+            // Per slot, the message whose completion releases the slot's next operation.
+            let mut last: Vec<Option<u32>> = vec![None; k];
+            for i in 0..spec.ops as usize {
+                let slot = i % k;
+                let (gap, size) = match spec.op {
+                    Operation::Write { size } => (Dur::ZERO, size),
+                    Operation::Call { request, think, .. } => (think, request),
+                };
+                let tp = match last[slot] {
+                    None => at.clone(),
+                    Some(m) => at.clone().max(&TimePoint { at: Dur::ZERO, after: vec![(m, gap)] }),
+                };
+                let first = b.message(to_server, size, &tp, &[], None);
+                let end = match (spec.op, back) {
+                    (Operation::Call { reply, .. }, Some(back)) => {
+                        b.message(back, reply, &TimePoint::received(&[first]), &[], None)
+                    }
+                    _ => {
+                        b.release_on_ack(first);
+                        first
+                    }
+                };
+                rec.ops.push((first, end));
+                last[slot] = Some(end);
+            }
         }
     }
     Ok(rec)
@@ -136,7 +145,7 @@ mod tests {
     use fabricsim_engine::Dur;
 
     fn plan(op: Operation, outstanding: u32) -> crate::Plan {
-        let spec = ClosedLoop { clients: HostSet::Count(3), server: 0, op, outstanding, ops: 4 };
+        let spec = ClosedLoop { clients: HostSet::Count(3), server: 0, op, outstanding, ops: 4, connections: 1 };
         build(&[WorkloadSpec { kind: WorkloadKind::ClosedLoop(spec), start: Dur::ZERO }], 8, 1).unwrap()
     }
 
@@ -177,6 +186,7 @@ mod tests {
             op: Operation::Write { size: 8 },
             outstanding: 1,
             ops: 1,
+            connections: 1,
         };
         let e = build(&[WorkloadSpec { kind: WorkloadKind::ClosedLoop(spec.clone()), start: Dur::ZERO }], 8, 1);
         assert!(e.unwrap_err().to_string().starts_with("workload[0].clients: host 0 cannot be both"));

@@ -43,7 +43,7 @@ pub fn plan_size(spec: &WorkloadSpec, nhosts: u32) -> PlanSize {
         }
         WorkloadKind::ClosedLoop(l) => {
             let clients = hosts(&l.clients, nhosts.saturating_sub(1));
-            let per = l.op.conns_per_client();
+            let per = l.op.conns_per_client() * l.connections as u64;
             let messages = clients * l.ops as u64 * per;
             PlanSize { conns: clients * per, messages, deps: messages }
         }

@@ -116,6 +116,9 @@ pub struct ConnSpec {
     /// (modulo the ports), as a collective library pins channel `c` to rail `c`.
     /// `None`: spread by connection number.
     pub port: Option<u32>,
+    /// Every message on it reads and writes the same buffer, the connection's (a
+    /// benchmark loop's), rather than one of its own.
+    pub reuse_buffer: bool,
 }
 
 /// A collective operation, reported as one record.
