@@ -445,49 +445,17 @@ fn parse_fabric(v: &Value, buffer: u64, mtu: u32) -> Result<(FabricConfig, Optio
     let mut r = Reader::new("fabric", v)?;
     r.documented(&params_for("fabric", ""));
     let mut cfg = FabricConfig { buffer, ..FabricConfig::default() };
+    let empty = Value::Table(toml::map::Map::new());
     cfg.pfc = match r.raw("pfc") {
-        None | Some(Value::Boolean(true)) => Some(PfcConfig::default()),
+        None | Some(Value::Boolean(true)) => Some(parse_pfc(&empty)?),
         Some(Value::Boolean(false)) => None,
-        Some(t @ Value::Table(_)) => {
-            let mut s = Reader::new("fabric.pfc", t)?;
-            let d = PfcConfig::default();
-            let pfc = PfcConfig {
-                alpha: s.float_or("alpha", d.alpha, 1e-6, 64.0)?,
-                min_xoff: s.size("min_xoff")?.unwrap_or(d.min_xoff),
-                xon_delta: s.size("xon_delta")?.unwrap_or(d.xon_delta),
-            };
-            s.finish(&[&key_doc("alpha"), &key_doc("min_xoff"), &key_doc("xon_delta")])?;
-            Some(pfc)
-        }
+        Some(t @ Value::Table(_)) => Some(parse_pfc(t)?),
         Some(_) => return Err(r.error("pfc", "expected true, false or a table { alpha, min_xoff, xon_delta }")),
     };
     cfg.ecn = match r.raw("ecn") {
-        None | Some(Value::Boolean(true)) => Some(EcnConfig::hpcc()),
+        None | Some(Value::Boolean(true)) => Some(parse_ecn(&empty)?),
         Some(Value::Boolean(false)) => None,
-        Some(t @ Value::Table(_)) => {
-            let mut s = Reader::new("fabric.ecn", t)?;
-            let kmin = s.size("kmin")?;
-            let kmax = s.size("kmax")?;
-            let pmax = s.float_or("pmax", 0.2, 0.0, 1.0)?;
-            let last_hop = s.bool_or("last_hop", true)?;
-            s.finish(&[&key_doc("kmin"), &key_doc("kmax"), &key_doc("pmax"), &key_doc("last_hop")])?;
-            let mut e = match (kmin, kmax) {
-                (None, None) => EcnConfig::hpcc(),
-                (Some(a), Some(b)) => {
-                    if a > b {
-                        return Err(ScenarioError::new(
-                            "fabric.ecn.kmin",
-                            format!("must not exceed kmax ({a} > {b} bytes)"),
-                        ));
-                    }
-                    EcnConfig { kmin: a, kmax: b, pmax, last_hop, per_25g: false }
-                }
-                _ => return Err(ScenarioError::new("fabric.ecn", "give both kmin and kmax, or neither")),
-            };
-            e.pmax = pmax;
-            e.last_hop = last_hop;
-            Some(e)
-        }
+        Some(t @ Value::Table(_)) => Some(parse_ecn(t)?),
         Some(_) => return Err(r.error("ecn", "expected true, false or a table { kmin, kmax, pmax, last_hop }")),
     };
     cfg.trim = match r.raw("trimming") {
@@ -516,6 +484,37 @@ fn parse_fabric(v: &Value, buffer: u64, mtu: u32) -> Result<(FabricConfig, Optio
     let reroute_after = duration_or_none(&mut r, "reroute_after")?;
     r.finish(&params_for("fabric", ""))?;
     Ok((cfg, reroute_after))
+}
+
+/// `[fabric.pfc]` (an empty table: the catalog's defaults).
+fn parse_pfc(t: &Value) -> Result<PfcConfig, ScenarioError> {
+    let mut s = Reader::new("fabric.pfc", t)?;
+    let params = params_for("fabric.pfc", "");
+    s.documented(&params);
+    let pfc = PfcConfig { alpha: s.float("alpha", 1e-6, 64.0)?, min_xoff: s.size_d("min_xoff")?, xon_delta: s.size_d("xon_delta")? };
+    s.finish(&params)?;
+    Ok(pfc)
+}
+
+/// `[fabric.ecn]` (an empty table: the catalog's defaults, HPCC's thresholds per port).
+fn parse_ecn(t: &Value) -> Result<EcnConfig, ScenarioError> {
+    let mut s = Reader::new("fabric.ecn", t)?;
+    let params = params_for("fabric.ecn", "");
+    s.documented(&params);
+    let kmin = s.size("kmin")?;
+    let kmax = s.size("kmax")?;
+    let pmax = s.float("pmax", 0.0, 1.0)?;
+    let last_hop = s.bool("last_hop")?;
+    s.finish(&params)?;
+    let thresholds = match (kmin, kmax) {
+        (None, None) => EcnConfig::hpcc(),
+        (Some(a), Some(b)) if a > b => {
+            return Err(ScenarioError::new("fabric.ecn.kmin", format!("must not exceed kmax ({a} > {b} bytes)")))
+        }
+        (Some(a), Some(b)) => EcnConfig { kmin: a, kmax: b, per_25g: false, ..EcnConfig::hpcc() },
+        _ => return Err(ScenarioError::new("fabric.ecn", "give both kmin and kmax, or neither")),
+    };
+    Ok(EcnConfig { pmax, last_hop, ..thresholds })
 }
 
 /// A duration or the word "none" (`None`), or the catalog's default, which is one or

@@ -155,8 +155,8 @@ const MULTI_PLANE: &[Param] = &[
 
 /// `[fabric]` keys.
 pub const FABRIC: &[Param] = &[
-    p("pfc", Ty::Table, "true", "Lossless data class with PFC. `false` drops when full. A table sets `alpha` (0.125: XOFF at alpha x free shared buffer, HPCC ns-3), `min_xoff` (\"20KB\") and `xon_delta` (\"10KB\")."),
-    p("ecn", Ty::Table, "true", "RED ECN marking at dequeue. `true`: HPCC ns-3 defaults scaled per port, kmin 100KB and kmax 400KB per 25 Gb/s, pmax 0.2. A table sets `kmin`, `kmax` (sizes, for every port), `pmax`, and `last_hop` (true: host-facing ports mark too)."),
+    p("pfc", Ty::Table, "true", "Lossless data class with PFC. `false` drops when full. A table sets the keys of [fabric.pfc]; `true` is their defaults."),
+    p("ecn", Ty::Table, "true", "RED ECN marking at dequeue. `false`: none. A table sets the keys of [fabric.ecn]; `true` is their defaults."),
     p("trimming", Ty::Table, "false", "Cut the payload of a data packet that would be dropped and forward its header at control priority. A table sets `threshold` (size): also trim once the data queue holds that much."),
     c("routing", "ecmp", &["ecmp", "srv6"], "ecmp: switches hash the 5-tuple with a per-switch seed. srv6: the sender's entropy value picks the path, encoded as a uSID destination address (MRC section 2.3)."),
     p("drop_alpha", Ty::Float, "1.0", "Lossy admission: a port's data queue may hold at most drop_alpha x free buffer (dynamic threshold); switch_buffer x drop_alpha must hold one MTU-sized packet."),
@@ -251,6 +251,21 @@ const MRC: &[Param] = &[
 
 /// `[transport]` keys every transport has.
 pub const TRANSPORT_COMMON: &[Param] = &[c("kind", "roce", TRANSPORT_KINDS, "The protocol.")];
+
+/// `[fabric.pfc]` keys (`fabric.pfc = true` is their defaults).
+pub const PFC: &[Param] = &[
+    p("alpha", Ty::Float, "0.125", "An ingress port pauses its upstream once it holds more than alpha x the free shared buffer (HPCC ns-3's free_buffer >> 3)."),
+    p("min_xoff", Ty::Size, "20KB", "Lowest XOFF threshold: a few MTUs of room when the buffer is nearly full, so the class is not paused on every frame."),
+    p("xon_delta", Ty::Size, "10KB", "Hysteresis: RESUME once the port's bytes fall this far below XOFF."),
+];
+
+/// `[fabric.ecn]` keys (`fabric.ecn = true` is their defaults).
+pub const ECN: &[Param] = &[
+    p("kmin", Ty::Size, "auto", "Queue depth where marking starts; auto = HPCC ns-3's 100KB per 25 Gb/s of the port's rate. Give kmin and kmax together (for every port), or neither."),
+    p("kmax", Ty::Size, "auto", "Queue depth where the marking probability reaches pmax (every packet above it is marked); auto = 400KB per 25 Gb/s."),
+    p("pmax", Ty::Float, "0.2", "Marking probability at kmax (HPCC ns-3)."),
+    p("last_hop", Ty::Bool, "true", "Host-facing switch ports mark too (false: MRC's deployment, marks only inside the fabric)."),
+];
 
 /// DCQCN override keys (inside `[transport.dcqcn]`).
 pub const DCQCN: &[Param] = &[
@@ -517,6 +532,8 @@ pub const CATALOG: &[Section] = &[
     Section { section: "topology", kind: Some("fat_tree"), doc: "Three-tier k-ary fat-tree (edge, aggregation, core).", params: FAT_TREE },
     Section { section: "topology", kind: Some("multi_plane"), doc: "Multi-plane two-tier Clos (MRC): one NIC port per plane, T0 per plane per group, T1 per plane.", params: MULTI_PLANE },
     Section { section: "fabric", kind: None, doc: "Switch behaviour.", params: FABRIC },
+    Section { section: "fabric.pfc", kind: None, doc: "PFC's thresholds.", params: PFC },
+    Section { section: "fabric.ecn", kind: None, doc: "ECN marking (RED at dequeue).", params: ECN },
     Section { section: "transport", kind: None, doc: "Keys of every transport.", params: TRANSPORT_COMMON },
     Section { section: "transport", kind: Some(TransportKind::Roce.name()), doc: "RoCEv2 RC: one 5-tuple per QP, go-back-N, DCQCN.", params: ROCE },
     Section { section: "transport", kind: Some(TransportKind::QpScaling.name()), doc: "QP-Scaling: one transfer split over K RoCE QPs, each with its own 5-tuple and DCQCN.", params: QP_SCALING },

@@ -471,3 +471,18 @@ fn every_kind_parses_with_the_catalogs_defaults() {
     assert_eq!(default("topology", "mtu"), "4096");
     assert_eq!(default("", "seed"), "1");
 }
+
+/// The fabric's sub-tables read their defaults from the catalog; they are the fabric
+/// crate's own (HPCC ns-3's), so that `pfc = true` and `pfc = {}` mean the same.
+#[test]
+fn the_pfc_and_ecn_tables_default_to_the_fabrics_defaults() {
+    use fabricsim_fabric::config::{EcnConfig, PfcConfig};
+    let base = "[topology]\nkind = \"leaf_spine\"\n[[workload]]\nkind = \"incast\"\nsenders = 2\nsize = 100\n";
+    for fabric in ["", "[fabric]\npfc = true\necn = true\n", "[fabric]\npfc = {}\necn = {}\n"] {
+        let sc = Scenario::from_toml(&format!("{base}{fabric}")).unwrap();
+        assert_eq!(sc.fabric.pfc, Some(PfcConfig::default()), "{fabric}");
+        assert_eq!(sc.fabric.ecn, Some(EcnConfig::hpcc()), "{fabric}");
+    }
+    let sc = Scenario::from_toml(&format!("{base}[fabric]\necn = {{ pmax = 0.5, last_hop = false }}\n")).unwrap();
+    assert_eq!(sc.fabric.ecn, Some(EcnConfig { pmax: 0.5, last_hop: false, ..EcnConfig::hpcc() }));
+}
