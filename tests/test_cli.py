@@ -25,6 +25,18 @@ def test_run_writes_the_output_folder_and_prints_a_summary(tmp_path, small_toml)
     assert "M events/s" not in p.stderr
 
 
+def test_run_prints_a_closed_loops_rate_and_latency(tmp_path):
+    sc = tmp_path / "mr.toml"
+    sc.write_text('[topology]\nkind = "leaf_spine"\nleaves = 1\nspines = 1\nhosts_per_leaf = 5\n'
+                  '[transport]\nkind = "star"\n[[workload]]\nkind = "message_rate"\nclients = 4\nops = 10\n')
+    p = cli("run", str(sc), "--out", str(tmp_path / "o"), "--no-plots")
+    assert p.returncode == 0, p.stderr
+    line = next(l for l in p.stdout.splitlines() if l.strip().startswith("message_rate"))
+    s = json.loads((tmp_path / "o" / "summary.json").read_text())["loops"][0]
+    assert s["completed"] == s["ops"] == 40
+    assert f"4 clients, {s['ops_per_s'] / 1e6:.2f} M WRITEs/s (40/40)" in line, line
+
+
 def test_run_without_arguments_uses_the_bundled_default_in_a_new_folder(tmp_path):
     p = cli("run", "--quiet", cwd=tmp_path)
     assert p.returncode == 0, p.stderr

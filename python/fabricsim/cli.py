@@ -86,6 +86,13 @@ def summary_table(s: dict, out: Optional[Path]) -> str:
         step, exposed = j.get("step_ns_mean"), j.get("exposed_comm_ns_mean")
         rows.append((f"job {j['name']}", f"{j['ranks']} ranks, {j['finished_iterations']}/{j['iterations']} iterations"
                      + (f", step {_fmt_ns(step)} (exposed communication {_fmt_ns(exposed)})" if step is not None else "")))
+    for lp in s.get("loops", []):
+        lat = lp.get("latency_ns") or {}
+        what = "WRITEs" if lp["kind"] == "message_rate" else "calls"
+        rows.append((lp["kind"], f"{lp['clients']} clients, {lp['ops_per_s'] / 1e6:.2f} M {what}/s "
+                                 f"({lp['completed']}/{lp['ops']}), latency p50 {_fmt_ns(lat.get('p50'))}, p99 {_fmt_ns(lat.get('p99'))}"))
+    if s.get("security_refused"):
+        rows.append(("security", f"{s['security_refused']} StaR requests refused by the clients' security tables"))
     if run:
         parts = int((s.get("scenario") or {}).get("partitions", 1))
         threads = f" on {parts} threads" if parts > 1 else ""

@@ -491,7 +491,11 @@ fn parse_pfc(t: &Value) -> Result<PfcConfig, ScenarioError> {
     let mut s = Reader::new("fabric.pfc", t)?;
     let params = params_for("fabric.pfc", "");
     s.documented(&params);
-    let pfc = PfcConfig { alpha: s.float("alpha", 1e-6, 64.0)?, min_xoff: s.size_d("min_xoff")?, xon_delta: s.size_d("xon_delta")? };
+    let pfc = PfcConfig {
+        alpha: s.float("alpha", 1e-6, 64.0)?,
+        min_xoff: s.size_d("min_xoff")?,
+        xon_delta: s.size_d("xon_delta")?,
+    };
     s.finish(&params)?;
     Ok(pfc)
 }
