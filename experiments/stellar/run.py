@@ -2,7 +2,7 @@
 writes one CSV per figure into ``results/`` beside this script.
 
     python experiments/stellar/run.py                 # everything, about 5 minutes on 1 core
-    python experiments/stellar/run.py imbalance drop  # some of: imbalance drop allreduce algos background placement startup
+    python experiments/stellar/run.py imbalance drop  # some of: imbalance drop allreduce algos background placement startup gdr
     python experiments/stellar/run.py --jobs 1        # on one core (default: every core)
 
 The scenarios come from ``fabricsim.papers.stellar``, the same builders the trend tests
@@ -192,9 +192,25 @@ def startup() -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def gdr() -> pd.DataFrame:
+    """Fig. 8: GDR WRITE throughput against message size, 16 connections, 4 KB pages,
+    the server's GPU memory behind the ATC or eMTT."""
+    # Message size: WRITEs per connection, enough for the caches' first (cold) round to
+    # matter little, fewer where the runs are long.
+    sizes = {"256KiB": 16, "512KiB": 12, "1MiB": 8, "2MiB": 6, "4MiB": 4, "8MiB": 3, "16MiB": 3, "32MiB": 2,
+             "64MiB": 2, "128MiB": 2}
+    points = [{"gdr": g, "size": s, "ops": n} for g in ("atc", "emtt") for s, n in sizes.items()]
+    out: List[Dict] = []
+    for p, r in runs("gdr", stellar.gdr_write, points):
+        out.append({**p, "gbps": stellar.gdr_gbps(r), "atc_misses": r.summary["nic"]["atc_misses"],
+                    "iotlb_misses": r.summary["nic"]["iotlb_misses"]})
+        print(f"  gdr {p['gdr']} {p['size']}: {out[-1]['gbps']:.1f} Gb/s", flush=True)
+    return pd.DataFrame(out)
+
+
 EXPERIMENTS: Dict[str, Callable[[], pd.DataFrame]] = {"imbalance": imbalance, "drop": drop, "allreduce": allreduce,
                                                       "algos": algos, "background": background,
-                                                      "placement": placement, "startup": startup}
+                                                      "placement": placement, "startup": startup, "gdr": gdr}
 
 
 def main(argv: List[str]) -> None:

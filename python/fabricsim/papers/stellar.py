@@ -280,3 +280,23 @@ def startup(memory: str, pinning: str, ranks: int = 4) -> Dict[str, Any]:
 def startup_seconds(r) -> float:
     """The job's start-up (its first iteration's start), seconds."""
     return r.summary["jobs"][0]["startup_ns"] / 1e9
+
+
+def gdr_write(gdr: str, size: str, ops: int = 3, connections: int = 16) -> Dict[str, Any]:
+    """Fig. 8: one client GDR-WRITEs to a server's GPU memory over ``connections``
+    connections at 200 Gb/s, 4 KB pages, messages of ``size`` each reusing its
+    connection's buffer, with the server's GPU memory translated by the ATC (``gdr =
+    "atc"``) or by eMTT. The client's memory is translated by its MTT (see the README:
+    the model's transmit side prepares one packet per port at a time)."""
+    return {"name": f"stellar-fig8-{gdr}-{size}", "seed": 1,
+            "topology": {"kind": "leaf_spine", "leaves": 1, "spines": 1, "hosts_per_leaf": 2, "host_link": "200Gbps"},
+            "transport": {"kind": "roce", "cc": "none"},
+            "nic": {"model": "rnic", "gdr_translation": gdr, "groups": [{"hosts": [1], "memory": "gpu"}]},
+            "workload": {"kind": "message_rate", "clients": [0], "server": 1, "connections": connections,
+                         "size": size, "ops": ops},
+            "output": {"plots": False, "sample_interval": "0us"}}
+
+
+def gdr_gbps(r) -> float:
+    """Fig. 8's throughput: bytes delivered over the loop's span, Gb/s."""
+    return r.summary["bytes_delivered"] * 8 / r.summary["loops"][0]["span_ns"]

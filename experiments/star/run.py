@@ -1,0 +1,76 @@
+"""Runs StaR's evaluation (paper section 4, Fig. 5a and 5b) over client counts and
+writes one CSV per figure into ``results/`` beside this script.
+
+    python experiments/star/run.py              # both figures, a few minutes on 2 cores
+    python experiments/star/run.py fig5a        # one of: fig5a fig5b
+    python experiments/star/run.py --jobs 1     # on one core (default: every core)
+
+The scenarios come from ``fabricsim.papers.star``, the same setting as the trend tests
+(``crates/run/tests/star.rs``). Each figure's runs are a sweep (``fabricsim.sweep``:
+every core, resumable) whose point folders stay in ``results/sweeps/``; running a
+figure again reads them back (delete that folder after changing fabricsim).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import pandas as pd
+
+from fabricsim.papers import star
+from fabricsim.papers.common import sweep_runs
+
+OUT = Path(__file__).resolve().parent / "results"
+JOBS: Optional[int] = None
+
+
+def figure(name: str, build, ops) -> pd.DataFrame:
+    """``build(transport, clients, ops(clients))`` over every transport and client count."""
+    points = [{"transport": t, "clients": n, "ops": ops(n)} for t in star.TRANSPORTS for n in star.CLIENTS]
+    rows: List[Dict] = []
+    for p, r in sweep_runs(build, points, OUT / "sweeps" / name, jobs=JOBS):
+        rows.append({**p, **star.loop_row(r)})
+        print(f"  {name} {p['transport']:>5} {p['clients']:>5} clients: {rows[-1]['mops']:8.2f} M/s", flush=True)
+    return pd.DataFrame(rows)
+
+
+# A stateful NIC fetches every context once at the start (a microsecond each, one at a
+# time: 300 us for 300 clients), which many operations amortise; past the cache every
+# operation pays a fetch, and fewer keep those runs short.
+
+
+def fig5a() -> pd.DataFrame:
+    return figure("fig5a", star.message_rate, lambda n: 200 if n <= 300 else 20)
+
+
+def fig5b() -> pd.DataFrame:
+    return figure("fig5b", star.rpc, lambda n: 100 if n <= 300 else 10)
+
+
+EXPERIMENTS = {"fig5a": fig5a, "fig5b": fig5b}
+
+
+def main(argv: List[str]) -> None:
+    global JOBS
+    ap = argparse.ArgumentParser(description="StaR's Fig. 5 over client counts; one CSV per figure")
+    ap.add_argument("names", nargs="*", metavar="FIGURE", help=f"default all: {', '.join(EXPERIMENTS)}")
+    ap.add_argument("--jobs", type=int, help="worker processes (default: one per core)")
+    a = ap.parse_args(argv)
+    names = a.names or list(EXPERIMENTS)
+    if set(names) - set(EXPERIMENTS):
+        sys.exit(f"unknown figure(s) {sorted(set(names) - set(EXPERIMENTS))}; choose from {list(EXPERIMENTS)}")
+    JOBS = a.jobs
+    OUT.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        t0 = time.time()
+        df = EXPERIMENTS[name]()
+        df.to_csv(OUT / f"{name}.csv", index=False, float_format="%.6g")
+        print(f"{name}: {len(df)} runs in {time.time() - t0:.0f} s -> {OUT / (name + '.csv')}", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
