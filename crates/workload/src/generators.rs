@@ -239,6 +239,9 @@ pub fn build_with(
                     }
                     let c = b.conn(f.src, f.dst, None);
                     id[i as usize] = b.message(c, f.size, &tp, &[], None);
+                    if f.on_ack {
+                        b.release_on_ack(id[i as usize]);
+                    }
                 }
             }
             WorkloadKind::Poisson { hosts, mix } => {

@@ -24,9 +24,10 @@
 //! activation starts the next waiting flow). Header counts are checked as htsim does;
 //! `#` starts a comment line.
 //!
-//! In fabricsim a flow starts once the flows it waits for are *received*: a
-//! send-done trigger counts the last byte's arrival rather than the sender's
-//! acknowledgement (half a round trip earlier than htsim). A one-shot trigger activated
+//! A `recv_done_trigger` is activated when the flow's last byte has arrived, a
+//! `send_done_trigger` when the sender has it all acknowledged, as in htsim. A flow
+//! activates its triggers at one of the two points, so one with both kinds is refused.
+//! A one-shot trigger activated
 //! by more than one flow (htsim aborts on the second activation), a barrier whose count
 //! is not the number of flows activating it (it would fire at a time that depends on
 //! which flows finish first, or never), and multishot triggers (whose k-th target
@@ -90,6 +91,8 @@ pub fn parse(text: &str) -> Result<ConnectionMatrix, String> {
         size: u64,
         trigger: Option<u32>,
         activates: Vec<u32>,
+        /// Its triggers are send-done ones, `Some(true)`, or receive-done, `Some(false)`.
+        send_done: Option<bool>,
         line: usize,
     }
     let mut conns: Vec<Conn> = Vec::new();
@@ -181,7 +184,8 @@ pub fn parse(text: &str) -> Result<ConnectionMatrix, String> {
                 let (s, d) = pair.split_once("->").expect("contains ->");
                 let src = num::<u32>(Some(&s), line, "src", "a node number before ->")?;
                 let dst = num::<u32>(Some(&d), line, "dst", "a node number after ->")?;
-                let mut c = Conn { src, dst, start: None, size: 0, trigger: None, activates: Vec::new(), line };
+                let mut c =
+                    Conn { src, dst, start: None, size: 0, trigger: None, activates: Vec::new(), send_done: None, line };
                 let mut k = 1;
                 while k < toks.len() {
                     let key = toks[k];
@@ -201,6 +205,13 @@ pub fn parse(text: &str) -> Result<ConnectionMatrix, String> {
                         "size" => c.size = num(v, line, "size", "a number of bytes")?,
                         "trigger" => c.trigger = Some(num(v, line, "trigger", "a trigger id")?),
                         "send_done_trigger" | "recv_done_trigger" => {
+                            let send = key == "send_done_trigger";
+                            if c.send_done.is_some_and(|s| s != send) {
+                                return Err(format!(
+                                    "line {line}: the flow has both a send_done_trigger and a recv_done_trigger; fabricsim releases what waits for a flow at one point, its acknowledgement (send done) or its arrival (receive done)"
+                                ));
+                            }
+                            c.send_done = Some(send);
                             c.activates.push(num(v, line, key, "a trigger id")?)
                         }
                         "prio" => {
@@ -312,6 +323,7 @@ pub fn parse(text: &str) -> Result<ConnectionMatrix, String> {
             size: c.size,
             start: c.start.unwrap_or(Dur::ZERO),
             deps,
+            on_ack: c.send_done == Some(true),
             origin: format!("line {}", c.line),
         })
         .collect();
@@ -337,6 +349,19 @@ mod tests {
         assert_eq!(cm.flows[1].deps, vec![(0, Dur::ZERO)]);
         assert_eq!(cm.flows[2].deps, vec![(1, Dur::ZERO)]);
         assert_eq!(cm.flows[2].origin, "line 7");
+        // Flow 1's trigger counts its acknowledgement, flow 2's its arrival.
+        assert_eq!(cm.flows.iter().map(|f| f.on_ack).collect::<Vec<_>>(), [true, false, false]);
+    }
+
+    #[test]
+    fn a_flow_with_both_kinds_of_trigger_is_refused() {
+        let e = parse(
+            "Nodes 3
+0->1 id 1 start 0 size 5 send_done_trigger 1 recv_done_trigger 2
+",
+        )
+        .unwrap_err();
+        assert!(e.starts_with("line 2: the flow has both a send_done_trigger and a recv_done_trigger"), "{e}");
     }
 
     #[test]

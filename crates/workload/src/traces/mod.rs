@@ -28,6 +28,9 @@ pub struct DagFlow {
     /// `(flow, gap)`: flows (indices into the list) that must be received first, and
     /// how long after each.
     pub deps: Vec<(u32, Dur)>,
+    /// What waits for it waits for its acknowledgement at the sender, not its arrival
+    /// (an htsim send-done trigger).
+    pub on_ack: bool,
     /// Where it comes from, for errors (`line 12`).
     pub origin: String,
 }
@@ -92,6 +95,7 @@ mod tests {
 
     fn flow(deps: &[u32], origin: &str) -> DagFlow {
         DagFlow {
+            on_ack: false,
             src: 0,
             dst: 1,
             size: 1,
