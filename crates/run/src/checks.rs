@@ -84,15 +84,24 @@ pub(crate) const MESSAGE_BYTES: u64 =
 /// fat tree is refused in a moment instead of building its connection list first. The
 /// estimate counts each connection's endpoints ([`factory::state_bytes`]) and each
 /// message, once per partition, with half again for the rest.
-pub(crate) fn check_memory(scenario: &Scenario, nhosts: u32, nics: u32) -> Result<(), ScenarioError> {
+///
+/// `workloads` are the scenario's with what the run decides filled in (a job's pace, a
+/// traffic mix's link rate), `channels` their collectives' channels where they leave
+/// them to the run.
+pub(crate) fn check_memory(
+    scenario: &Scenario,
+    workloads: &[fabricsim_workload::WorkloadSpec],
+    channels: &[u32],
+    nhosts: u32,
+    nics: u32,
+) -> Result<(), ScenarioError> {
     let Some(available) = crate::units::available_memory() else { return Ok(()) };
     // Per workload: bytes, connections, the key that drives the state.
-    let per: Vec<(u64, u64, &str)> = scenario
-        .workloads
+    let per: Vec<(u64, u64, &str)> = workloads
         .iter()
         .enumerate()
         .map(|(w, spec)| {
-            let size = fabricsim_workload::plan_size(spec, nhosts);
+            let size = fabricsim_workload::plan_size(spec, nhosts, channels.get(w).copied().unwrap_or(1));
             let t = scenario.transport_of(w as u32);
             let planes = if t.spans_all_ports() { nics } else { 1 };
             let (conn_bytes, key) = factory::state_bytes(t, planes);
@@ -151,7 +160,9 @@ pub(crate) fn size_key(w: usize, kind: &fabricsim_workload::WorkloadKind) -> Str
         K::Flows(_) => own("flows"),
         K::Incast { .. } => own("senders"),
         K::ClosedLoop(_) => own("clients"),
-        K::Permutation { .. } | K::Collective { .. } | K::Poisson { .. } => own("hosts"),
+        K::Permutation { .. } | K::Collective { .. } => own("hosts"),
+        // A traffic mix's flows are its hosts' arrivals over its duration.
+        K::Poisson { .. } => own("duration"),
         // A job's key is its own table's (`jobs[0]`).
         K::Job(job) => format!("{}.iterations", job.key),
         K::Chakra { trace, .. } => trace.key.clone(),

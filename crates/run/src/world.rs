@@ -1,7 +1,7 @@
 //! Building a run's world: the fabric, the plan, every connection's endpoints on the
 //! NICs, the messages' ideal times and dependencies, the faults; and its first events.
 
-use crate::checks::{check_delay_target, check_memory, check_message_sizes, check_planes};
+use crate::checks::{check_delay_target, check_message_sizes, check_planes};
 use crate::factory;
 use crate::faults::resolve_faults;
 use crate::messages::{ideal_times, Dependencies, MsgState};
@@ -59,7 +59,6 @@ impl Sim {
         let max_frame = scenario.mtu as u64 + 200;
         let fabric = Fabric::new(&scenario.topology, &scenario.links, scenario.fabric.clone(), max_frame)?;
         let nics_per_host = fabric.nics();
-        check_memory(&scenario, fabric.hosts(), nics_per_host)?;
         let plan = crate::plan::build(&scenario, &fabric)?;
         check_planes(&scenario, nics_per_host)?;
         check_message_sizes(&scenario, &plan.messages)?;

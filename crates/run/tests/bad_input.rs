@@ -486,3 +486,14 @@ fn the_pfc_and_ecn_tables_default_to_the_fabrics_defaults() {
     let sc = Scenario::from_toml(&format!("{base}[fabric]\necn = {{ pmax = 0.5, last_hop = false }}\n")).unwrap();
     assert_eq!(sc.fabric.ecn, Some(EcnConfig { pmax: 0.5, last_hop: false, ..EcnConfig::hpcc() }));
 }
+
+/// A traffic mix's flows are known once the run has set the link rate its load is of:
+/// the one memory check comes after that, before any flow is drawn, and names the key
+/// that sets how many there are.
+#[test]
+fn a_traffic_mix_too_big_for_memory_is_refused_before_its_flows_are_drawn() {
+    let e = error_of(
+        "[topology]\nkind = \"fat_tree\"\nk = 16\n[[workload]]\nkind = \"poisson\"\ncdf = \"websearch\"\nload = 0.9\nduration = \"100s\"\n",
+    );
+    assert!(e.starts_with("workload[0].duration: the connections' and messages' state needs about"), "{e}");
+}

@@ -30,8 +30,9 @@ fn hosts(set: &HostSet, nhosts: u32) -> u64 {
     }
 }
 
-/// The size of `spec`'s plan on a fabric of `nhosts` hosts.
-pub fn plan_size(spec: &WorkloadSpec, nhosts: u32) -> PlanSize {
+/// The size of `spec`'s plan on a fabric of `nhosts` hosts, a job's collectives split
+/// over `channels` channels where it leaves that to the run.
+pub fn plan_size(spec: &WorkloadSpec, nhosts: u32, channels: u32) -> PlanSize {
     match &spec.kind {
         WorkloadKind::Flows(flows) => {
             let n = flows.len() as u64;
@@ -63,7 +64,7 @@ pub fn plan_size(spec: &WorkloadSpec, nhosts: u32) -> PlanSize {
             PlanSize { conns: messages.min(n * n.saturating_sub(1)), messages, deps: messages * (rounds + 2) }
         }
         WorkloadKind::Job(job) => {
-            let messages = job.message_count(1);
+            let messages = job.message_count(channels);
             PlanSize { conns: messages.min(job.ranks as u64 * job.ranks as u64), messages, deps: messages }
         }
         WorkloadKind::Poisson { hosts: set, mix } => {
@@ -123,7 +124,7 @@ mod tests {
             let plan = build(std::slice::from_ref(&spec), 16, 1).unwrap();
             let deps = plan.messages.iter().map(|m| m.deps.len() as u64).sum();
             let built = PlanSize { conns: plan.conns.len() as u64, messages: plan.messages.len() as u64, deps };
-            let est = plan_size(&spec, 16);
+            let est = plan_size(&spec, 16, 1);
             if is_exact {
                 assert_eq!(est, built, "{:?}", spec.kind);
             } else {
