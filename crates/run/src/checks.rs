@@ -36,6 +36,17 @@ pub(crate) fn check_message_sizes(
                     let i = flows.iter().position(|f| f.2 > MAX_MESSAGE).unwrap_or(0);
                     format!("workload[{}].flows[{i}].size", m.workload)
                 }
+                // A job is its own table (`jobs[j]`), its sizes its collectives'.
+                Some(fabricsim_workload::WorkloadKind::Job(job)) => format!("{}.collectives", job.key),
+                Some(fabricsim_workload::WorkloadKind::Chakra { trace, .. }) => trace.key.clone(),
+                Some(fabricsim_workload::WorkloadKind::Dag { source, .. }) => source.0.clone(),
+                Some(fabricsim_workload::WorkloadKind::ClosedLoop(l)) => match l.op {
+                    fabricsim_workload::Operation::Call { request, .. } if request > MAX_MESSAGE => {
+                        format!("workload[{}].request", m.workload)
+                    }
+                    fabricsim_workload::Operation::Call { .. } => format!("workload[{}].reply", m.workload),
+                    fabricsim_workload::Operation::Write { .. } => format!("workload[{}].size", m.workload),
+                },
                 _ => format!("workload[{}].size", m.workload),
             },
             format!(

@@ -212,6 +212,9 @@ fn bad_jobs_are_refused_with_the_key_named() {
     assert!(err("[[jobs]]\nranks = 4\non_off = { duty = 0.5 }").starts_with("jobs[0].on_off.period: is required"));
     assert!(err("[[jobs]]\nranks = 4\nstragglers = [{ rank = 9, slowdown = 2 }]")
         .starts_with("jobs[0].stragglers[0].rank: rank 9 does not exist"));
+    // A message over RDMA's 2^31 bytes names the job's collectives, not a workload.
+    assert!(err("[[jobs]]\nranks = 2\n[[jobs.collectives]]\nkind = \"all_reduce\"\nsize = \"10GB\"\nchannels = 1")
+        .starts_with("jobs[0].collectives: makes messages of 5000000000 bytes"));
 }
 
 /// A 4-rank job whose containers start with `startup` (TOML keys of [jobs.startup]).

@@ -149,6 +149,7 @@ fn bad_star_and_closed_loop_input_is_refused_by_name() {
         (wl("kind = \"rpc\"\nclients = 2\noutstanding = 0"), "workload[0].outstanding: must be between 1 and"),
         (wl("kind = \"rpc\"\nclients = 2\nreply = \"0B\""), "workload[0].reply: must be at least 1 byte"),
         (wl("kind = \"rpc\"\nclients = 2\npaths = 3"), "workload[0].paths: unknown key"),
+        (wl("kind = \"rpc\"\nclients = 2\nreply = \"3GB\""), "workload[0].reply: makes messages of 3000000000 bytes"),
     ] {
         let e = match fabricsim_run::Scenario::from_toml(&toml) {
             Err(e) => e.to_string(),
