@@ -648,7 +648,8 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
                 "sender" => StarServerEnd::Sender,
                 _ => StarServerEnd::Busier,
             };
-            // Auto mode's stateful connections are RoCE ones with RoCE's defaults.
+            // Auto mode's stateful connections are RoCE ones with RoCE's defaults, but
+            // for the timeout and the retry limit (below).
             let roce_table = toml::Value::Table(toml::map::Map::from_iter([("kind".to_string(), "roce".into())]));
             let roce = match parse_transport_at(path, &roce_table, line)? {
                 TransportSpec::Roce(c) => c,
@@ -658,13 +659,18 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
             if init_cwnd.is_some_and(|b| b == 0 || b > u32::MAX as u64) {
                 return Err(r.error("init_cwnd", "must be between 1 byte and 4 GiB, or \"auto\""));
             }
+            let rto = rto_duration(&mut r, "rto")?;
+            let retry_limit = r.int("retry_limit", 0, 7)? as u32;
+            // The stateful ones time out as the StaR ones do (RoCE's own default, 67 ms,
+            // would stall a lossy run that sets a StaR timeout of microseconds).
+            let roce = RoceConfig { rto, retry_limit, ..roce };
             TransportSpec::Star(StarSpec {
                 auto,
                 server,
                 init_cwnd,
                 g: r.float("g", 1e-6, 1.0)?,
-                rto: rto_duration(&mut r, "rto")?,
-                retry_limit: r.int("retry_limit", 0, 7)? as u32,
+                rto,
+                retry_limit,
                 roce,
             })
         }

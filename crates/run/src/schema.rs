@@ -219,12 +219,12 @@ const UDMP: &[Param] = &[
 ];
 
 const STAR: &[Param] = &[
-    c("mode", "stateless", &["stateless", "auto"], "stateless: every connection is a StaR one (the paper's evaluation). auto: the paper's section 3.3 mode: a connection is an ordinary RoCE one (RC, DCQCN, the roce defaults) while both its hosts' NICs have a free QP context (nic.qp_cache, counting each end's QP), and a StaR one once either is full; with ideal NICs every connection is stateful."),
+    c("mode", "stateless", &["stateless", "auto"], "stateless: every connection is a StaR one (the paper's evaluation). auto: the paper's section 3.3 mode: a connection is an ordinary RoCE one (RC, DCQCN, the roce defaults but this table's rto and retry_limit) while both its hosts' NICs have a free QP context (nic.qp_cache, counting each end's QP), and a StaR one once either is full; with ideal NICs every connection is stateful."),
     c("server", "busier", &["busier", "receiver", "sender"], "Which end of a connection is the stateless server: the receiver (clients WRITE to it: RDP/RA), the sender (its WRITEs are fetched: WQEP, GD/SDP, CQEP), or busier: the end with more connections (the receiver on a tie), which makes the one server of an incast, message_rate or rpc workload stateless in both directions."),
     p("init_cwnd", Ty::Size, "auto", "The client's initial window (its largest is twice this); auto = one BDP of the connection's path."),
     p("g", Ty::Float, "0.0625", "DCTCP's gain for the marked fraction's moving average (DCTCP's 1/16; the paper names DCTCP as a window scheme StaR can run, without parameters)."),
     p("rto", Ty::Duration, "1ms", "Retransmission timeout of RDPs, GDs, CQEPs and (in the server's driver) WQEPs (the paper gives none; its evaluation is lossless)."),
-    p("retry_limit", Ty::Int, "7", "Timeouts in a row without progress before the connection fails (InfiniBand's largest retry count)."),
+    p("retry_limit", Ty::Int, "7", "Times a piece (an RDP, GD, CQEP, or in the server's driver a WQEP) is sent again after a timeout before the connection fails (InfiniBand's largest retry count, counted per request as InfiniBand does). A piece that later answers show lost (three answered after it) is sent again at once, without a timeout."),
 ];
 
 const MRC: &[Param] = &[

@@ -4,7 +4,8 @@
 //! Each round trip (a window's worth of answered bytes) the fraction of answered bytes
 //! that carried an ECN mark updates a moving average `alpha` (gain `g`); a round with
 //! any mark cuts the window by `alpha / 2`. Unmarked answers grow it by one MTU per
-//! window (congestion avoidance). A timeout sets it to one MTU.
+//! window (congestion avoidance). A loss found from later answers halves it, a timeout
+//! sets it to one MTU.
 
 /// DCTCP's window over bytes.
 #[derive(Clone, Copy, Debug)]
@@ -56,6 +57,11 @@ impl Window {
         if !marked {
             self.cwnd = (self.cwnd + self.mtu * len as f64 / self.cwnd).min(self.max);
         }
+    }
+
+    /// A loss was found from later answers: half the window (TCP's fast recovery).
+    pub fn on_loss(&mut self) {
+        self.cwnd = (self.cwnd / 2.0).max(self.mtu);
     }
 
     /// A retransmission timeout fired.

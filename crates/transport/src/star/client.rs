@@ -37,8 +37,18 @@ struct Outstanding {
     elem: u32,
     offset: u64,
     len: u32,
+    /// When it last left (`Time::MAX` while queued to be sent again).
     sent: Time,
+    /// Times sent.
+    tries: u32,
+    /// Pieces sent after it that have been answered since it last left.
+    overtaken: u8,
 }
+
+/// Answers to pieces sent later after which an unanswered one is taken for lost and
+/// sent again (TCP's duplicate-ACK threshold: a StaR connection takes one path, so
+/// its packets do not overtake each other on the way).
+const DUPTHRESH: u8 = 3;
 
 /// The client of a StaR connection.
 #[derive(Clone, Debug)]
@@ -56,14 +66,13 @@ pub struct StarClient {
     next_psn: u32,
     /// PSNs to send again.
     resend: VecDeque<u32>,
-    /// Reader: completions sent and not yet acknowledged, with when.
-    cqes: BTreeMap<u32, Time>,
+    /// Reader: completions sent and not yet acknowledged, with when and how many times.
+    cqes: BTreeMap<u32, (Time, u32)>,
     /// Reader: the work request numbers seen in WQEPs.
     wqes_seen: RecvWindow,
     /// Control packets waiting (EAs, CQEPs).
     ctrl: VecDeque<Packet>,
     timers: Timers<2>,
-    retries: u32,
     failed: bool,
     events: VecDeque<AppEvent>,
     stats: EndpointStats,
@@ -88,7 +97,6 @@ impl StarClient {
             wqes_seen: RecvWindow::new(1, u32::MAX),
             ctrl: VecDeque::new(),
             timers: Timers::default(),
-            retries: 0,
             failed: false,
             events: VecDeque::new(),
             stats: EndpointStats::default(),
@@ -147,7 +155,7 @@ impl StarClient {
             return;
         };
         self.in_flight -= o.len as u64;
-        self.retries = 0;
+        self.overtake(pkt.bth.psn, o.sent);
         let marked = match self.role {
             Role::ServerReceives => pkt.sth().flags & Sth::F_ECE != 0,
             Role::ServerSends => pkt.net.ecn == Ecn::Ce,
@@ -175,6 +183,28 @@ impl StarClient {
         self.arm_rto();
     }
 
+    /// Piece `psn`, sent at `sent`, was answered: the pieces sent before it and still
+    /// unanswered were overtaken once more; those overtaken `DUPTHRESH` times are taken
+    /// for lost and sent again at once, and the window halves, rather than wait for the
+    /// timeout.
+    fn overtake(&mut self, psn: u32, sent: Time) {
+        let mut lost = false;
+        for (&p, o) in self.outstanding.range_mut(..psn) {
+            if o.sent == Time::MAX || o.sent >= sent {
+                continue;
+            }
+            o.overtaken += 1;
+            if o.overtaken >= DUPTHRESH {
+                o.sent = Time::MAX;
+                self.resend.push_back(p);
+                lost = true;
+            }
+        }
+        if lost {
+            self.window.on_loss();
+        }
+    }
+
     /// Queues the completion of the server's work request `elem`.
     fn send_cqe(&mut self, now: Time, elem: u32, retx: bool) {
         let h = Sth {
@@ -185,7 +215,8 @@ impl StarClient {
             ..Sth::default()
         };
         self.ctrl.push_back(star_packet(self.info.local_host, self.peer(), opcode::STAR_CQEP, elem, h, 0));
-        self.cqes.insert(elem, now);
+        let tries = self.cqes.get(&elem).map_or(1, |c| c.1 + 1);
+        self.cqes.insert(elem, (now, tries));
         if self.timers.get(CQE_RTO).is_none() {
             self.timers.set(CQE_RTO, now + self.cfg.rto);
         }
@@ -258,30 +289,34 @@ impl Endpoint for StarClient {
                 .collect();
             if !late.is_empty() {
                 self.stats.timeouts += 1;
-                self.retries += 1;
-                if self.retries > self.cfg.retry_limit {
+                // A piece sent `retry_limit` times more than once, each time unanswered:
+                // the connection has failed (InfiniBand counts retries per request).
+                if late.iter().any(|p| self.outstanding[p].tries > self.cfg.retry_limit) {
                     self.fail();
                     return;
                 }
                 self.window.on_timeout();
                 for p in late {
-                    if !self.resend.contains(&p) {
-                        self.resend.push_back(p);
-                    }
-                    // Not counted in flight until sent again.
-                    let o = self.outstanding.get_mut(&p).expect("late");
-                    o.sent = Time::MAX;
+                    // Timed again from when it is sent again (it stays in flight).
+                    self.outstanding.get_mut(&p).expect("late").sent = Time::MAX;
+                    self.resend.push_back(p);
                 }
             }
             self.arm_rto();
         }
         if self.timers.expired(CQE_RTO, now) {
-            let due: Vec<u32> = self.cqes.iter().filter(|(_, &t)| t + self.cfg.rto <= now).map(|(&e, _)| e).collect();
-            for e in due {
+            let rto = self.cfg.rto;
+            let due: Vec<(u32, u32)> =
+                self.cqes.iter().filter(|(_, c)| c.0 + rto <= now).map(|(&e, c)| (e, c.1)).collect();
+            if due.iter().any(|d| d.1 > self.cfg.retry_limit) {
+                self.fail();
+                return;
+            }
+            for (e, _) in due {
                 self.send_cqe(now, e, true);
             }
-            if let Some(first) = self.cqes.values().min() {
-                self.timers.set(CQE_RTO, (*first + self.cfg.rto).max(now + self.cfg.rto));
+            if let Some(first) = self.cqes.values().map(|c| c.0).min() {
+                self.timers.set(CQE_RTO, (first + rto).max(now + rto));
             }
         }
     }
@@ -306,7 +341,13 @@ impl Endpoint for StarClient {
         }
         while let Some(psn) = self.resend.pop_front() {
             let Some(o) = self.outstanding.get_mut(&psn) else { continue };
+            if o.sent != Time::MAX {
+                // Queued twice (a timeout and the overtaking rule) and already sent.
+                continue;
+            }
             o.sent = now;
+            o.tries += 1;
+            o.overtaken = 0;
             let o = *o;
             self.work.get_mut(&o.elem).expect("its work request").retx += 1;
             self.stats.retransmitted += 1;
@@ -317,7 +358,7 @@ impl Endpoint for StarClient {
         let Some((elem, offset, len)) = self.next_piece() else { return Poll::Idle };
         let psn = self.next_psn;
         self.next_psn = self.next_psn.wrapping_add(1);
-        let o = Outstanding { elem, offset, len, sent: now };
+        let o = Outstanding { elem, offset, len, sent: now, tries: 1, overtaken: 0 };
         self.outstanding.insert(psn, o);
         self.in_flight += len as u64;
         self.stats.data_sent += 1;

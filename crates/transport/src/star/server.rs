@@ -39,7 +39,6 @@ pub struct StarServer {
     /// Driver: WQEPs to send.
     wqes: VecDeque<u32>,
     timers: Timers<1>,
-    retries: u32,
     failed: bool,
     /// The simulator's record of bytes placed (see the module documentation).
     placement: Placement,
@@ -61,7 +60,6 @@ impl StarServer {
             posted: BTreeMap::new(),
             wqes: VecDeque::new(),
             timers: Timers::default(),
-            retries: 0,
             failed: false,
             placement: Placement::default(),
             events: VecDeque::new(),
@@ -132,7 +130,6 @@ impl Endpoint for StarServer {
             opcode::STAR_EA => {
                 if let Some(p) = self.posted.get_mut(&pkt.sth().elem) {
                     p.acknowledged = true;
-                    self.retries = 0;
                 }
                 self.arm();
             }
@@ -149,8 +146,8 @@ impl Endpoint for StarServer {
             self.posted.values().filter(|p| !p.acknowledged && p.sent + rto <= now).map(|p| p.msg.seq).collect();
         if !late.is_empty() {
             self.stats.timeouts += 1;
-            self.retries += 1;
-            if self.retries > self.cfg.retry_limit {
+            // A WQEP sent retry_limit times more than once, each unacknowledged.
+            if late.iter().any(|e| self.posted[e].resent >= self.cfg.retry_limit as u64) {
                 self.failed = true;
                 self.events.push_back(AppEvent::Failed);
                 self.timers.stop(WQE_RTO);
