@@ -75,7 +75,7 @@ def test_an_unfinished_flow_has_null_times():
 
 @pytest.mark.parametrize("change,message", [
     (("hosts_per_leaf = 4", "hosts_per_leaf = 0"), "topology.hosts_per_leaf: must be between 1 and"),
-    (('kind = "permutation"', 'kind = "gossip"'), 'workload[0].kind: unknown value "gossip" (allowed: flows, permutation, incast, all_to_all, all_reduce, all_gather, reduce_scatter, broadcast, all_to_allv, barrier'),
+    (('kind = "permutation"', 'kind = "gossip"'), 'workload[0].kind: unknown value "gossip" (allowed: flows, permutation, incast, all_to_all, all_reduce, all_gather, reduce_scatter, broadcast, reduce, gather, scatter, all_to_allv, barrier'),
     (('size = "200KB"', 'size = "lots"'), 'workload[0].size: expected a size such as "8MB"'),
     (("[output]", "[output]\nsparkle = true"), "output.sparkle: unknown key (allowed here: sample_interval, plots, fct_at)"),
 ])
