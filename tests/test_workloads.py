@@ -73,10 +73,37 @@ def test_an_unfinished_iteration_is_null():
      'jobs[0].collectives[0].algorithm: unknown value "rabenseifner" (allowed: ring, tree, halving_doubling)'),
     ([{"ranks": 8, "collectives": [{"kind": "broadcast", "size": "1MB", "root": 8}]}],
      "jobs[0].collectives[0].root: rank 8 does not exist"),
+    ([{"ranks": 8, "collectives": [{"kind": "gather", "size": "1MB", "root": 8}]}],
+     "jobs[0].collectives[0].root: rank 8 does not exist"),
+    ([{"ranks": 8, "collectives": [{"kind": "reduce", "size": "1MB", "algorithm": "tree"}]}],
+     'jobs[0].collectives[0].algorithm: unknown value "tree" (allowed: ring)'),
+    ([{"ranks": 8, "collectives": [{"kind": "scatter", "size": "1MB", "chunk": "64KB"}]}],
+     "jobs[0].collectives[0].chunk: unknown key"),
 ])
 def test_bad_jobs_name_the_key(jobs, message):
     with pytest.raises(fabricsim.ScenarioError, match=re.escape(message)):
         fabricsim.run({"topology": LEAF, "jobs": jobs})
+
+
+def test_a_job_reduces_gathers_and_scatters_with_nccl_tests_factors():
+    r = fabricsim.run({"topology": LEAF, "output": {"plots": False},
+                       "jobs": [{"ranks": 8, "iterations": 1, "compute": "10us",
+                                 "collectives": [{"kind": "reduce", "size": "1MB", "root": 3},
+                                                 {"kind": "gather", "size": "800KB"},
+                                                 {"kind": "scatter", "size": "800KB", "root": 7}]}]})
+    c = r.collectives
+    assert list(c["kind"]) == ["reduce", "gather", "scatter"]
+    assert list(c["algorithm"]) == ["ring", "direct", "direct"]
+    assert list(c["size_bytes"]) == [1_000_000, 800_000, 800_000]
+    assert list(c["busbw_gbps"] / c["algbw_gbps"]) == pytest.approx([1.0, 7 / 8, 7 / 8])
+    # Gather: 7 parts of 100 KB into the root, rank 0; scatter: 7 out of rank 7 (packed:
+    # rank r on host r).
+    f = r.flows
+    for k, side, host in ((1, "dst", 0), (2, "src", 7)):
+        mine = f[f["collective"] == k]
+        assert len(mine) == 7 and (mine[side] == host).all(), mine
+        assert mine["size_bytes"].sum() == 700_000
+    assert r.summary["flows"]["unfinished"] == 0
 
 
 def test_trace_files_are_read_relative_to_the_scenario_file(tmp_path):

@@ -167,9 +167,9 @@ pub fn collective_table(sim: &Sim) -> Table {
     let dur = |c: usize| (done[c] && start[c] != Time::MAX).then(|| finish[c] - start[c]);
     let specs = &sim.plan.collectives;
     // nccl-tests' figures: algbw = size / time, busbw = algbw x the kind's factor (the
-    // share of the buffer each rank must move: 2(N-1)/N for all-reduce, (N-1)/N for
-    // all-gather, reduce-scatter and all-to-all, 1 for broadcast). A barrier moves no
-    // data and has neither.
+    // share of the buffer the busiest rank must move: 2(N-1)/N for all-reduce, (N-1)/N
+    // for all-gather, reduce-scatter, gather, scatter and all-to-all, 1 for broadcast
+    // and reduce). A barrier moves no data and has neither.
     let algbw = |c: usize| match dur(c) {
         Some(d) if specs[c].size > 0 => specs[c].size as f64 * 8.0 / d.as_secs_f64() / 1e9,
         _ => f64::NAN,

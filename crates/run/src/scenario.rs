@@ -1378,24 +1378,19 @@ pub(crate) fn parse_collective(r: &mut Reader<'_>, kind: CollectiveKind) -> Resu
         CollectiveKind::AllToAllV => op.sizes = parse_size_matrix(r, "sizes")?,
         _ => op.size = r.required_size("size")?,
     }
-    if kind.algorithms().len() > 1 {
+    // The kinds whose section documents `algorithm` (those with one algorithm may name it).
+    if params_for("workload", kind.name()).iter().any(|p| p.key == "algorithm") {
         let names: Vec<&str> = kind.algorithms().iter().map(|a| a.name()).collect();
         let alg = r.choice("algorithm", names[0], &names)?;
         op.algorithm = Algorithm::from_name(&alg);
     }
-    if kind == CollectiveKind::Broadcast {
+    if kind.rooted() {
         op.root = r.int("root", 0, u32::MAX as i64)? as u32;
     }
     if kind != CollectiveKind::Barrier {
         op.channels = r.opt_int("channels", 1, MAX_CHANNELS as i64)?.map(|c| c as u32);
     }
-    if matches!(
-        kind,
-        CollectiveKind::AllReduce
-            | CollectiveKind::AllGather
-            | CollectiveKind::ReduceScatter
-            | CollectiveKind::Broadcast
-    ) {
+    if kind.algorithms().iter().any(|a| a.pipelined()) {
         op.chunk = match r.size("chunk")? {
             Some(0) => return Err(r.error("chunk", "must be at least 1 byte")),
             c => c,

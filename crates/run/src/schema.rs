@@ -89,6 +89,9 @@ pub const WORKLOAD_KINDS: &[&str] = &[
     "all_gather",
     "reduce_scatter",
     "broadcast",
+    "reduce",
+    "gather",
+    "scatter",
     "all_to_allv",
     "barrier",
     "htsim",
@@ -380,6 +383,38 @@ const W_BROADCAST: &[Param] = &[
     p("channels", Ty::Int, "auto", CHANNELS_DOC),
     p("chunk", Ty::Size, "512KiB", "Pipeline piece: each hop forwards a piece as soon as it arrived."),
 ];
+const W_REDUCE: &[Param] = &[
+    p("size", Ty::Size, "", "The buffer every host contributes; the root ends with their sum."),
+    p("hosts", Ty::Hosts, "all", "Participating hosts, in rank order: the chain runs root+1, root+2, ..., root."),
+    p("root", Ty::Int, "0", "The rank (index into hosts) that receives the sum."),
+    c(
+        "algorithm",
+        "ring",
+        &["ring"],
+        "ring: a pipelined chain ending at the root, NCCL's ring reduce (NCCL's only algorithm for reduce).",
+    ),
+    p("channels", Ty::Int, "auto", CHANNELS_DOC),
+    p(
+        "chunk",
+        Ty::Size,
+        "512KiB",
+        "Pipeline piece: each hop adds its part and forwards a piece as soon as it arrived.",
+    ),
+];
+const W_GATHER: &[Param] = &[
+    p("size", Ty::Size, "", "The root's whole buffer (nccl-tests' size): each host contributes size/N; at least hosts x channels."),
+    p("hosts", Ty::Hosts, "all", "Participating hosts, in rank order."),
+    p("root", Ty::Int, "0", "The rank (index into hosts) that gathers."),
+    c("algorithm", "direct", &["direct"], "direct: every host sends its part to the root at once, as nccl-tests' gather does with grouped sends and receives (NCCL has no gather kernel)."),
+    p("channels", Ty::Int, "auto", CHANNELS_DOC),
+];
+const W_SCATTER: &[Param] = &[
+    p("size", Ty::Size, "", "The root's whole buffer (nccl-tests' size): each host receives size/N; at least hosts x channels."),
+    p("hosts", Ty::Hosts, "all", "Participating hosts, in rank order."),
+    p("root", Ty::Int, "0", "The rank (index into hosts) that scatters."),
+    c("algorithm", "direct", &["direct"], "direct: the root sends every host its part at once, as nccl-tests' scatter does with grouped sends and receives (NCCL has no scatter kernel)."),
+    p("channels", Ty::Int, "auto", CHANNELS_DOC),
+];
 const W_ALL_TO_ALLV: &[Param] = &[
     p("sizes", Ty::List, "", "N rows of N sizes: row i gives the bytes host i sends to each host (0 on the diagonal and for pairs that send nothing)."),
     p("hosts", Ty::Hosts, "all", "Participating hosts, in rank order (a count or a list of N)."),
@@ -451,7 +486,7 @@ pub const STARTUP: &[Param] = &[
 /// `[[jobs.collectives]]` keys (besides the keys of the workload of its kind, but hosts).
 pub const JOB_COLLECTIVES: &[Param] = &[
     c("group", "dp", &["world", "dp", "tp", "pp", "ep"], "The communicators it runs on: one instance per group of this kind each iteration."),
-    c("kind", "", &["all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "all_to_allv", "barrier"], "The collective; its keys (size, algorithm, channels, chunk, root, sizes) are those of the workload of that kind."),
+    c("kind", "", &["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "gather", "scatter", "all_to_all", "all_to_allv", "barrier"], "The collective; its keys (size, algorithm, channels, chunk, root, sizes) are those of the workload of that kind."),
     p("at", Ty::Float, "1.0", "Fraction of the iteration's compute at which it starts on each rank (after the rank's previous collective of the same group), or a list of fractions: an instance at each (gradient buckets overlapping the backward pass)."),
     p("blocking", Ty::Bool, "false", "The compute waits for it (a tensor-parallel all-reduce in the forward pass); otherwise only the iteration's end does."),
 ];
@@ -552,6 +587,9 @@ pub const CATALOG: &[Section] = &[
     Section { section: "workload", kind: Some("all_gather"), doc: "All-gather: ring or recursive doubling (busbw factor (N-1)/N).", params: W_ALL_GATHER },
     Section { section: "workload", kind: Some("reduce_scatter"), doc: "Reduce-scatter: ring or recursive halving (busbw factor (N-1)/N).", params: W_REDUCE_SCATTER },
     Section { section: "workload", kind: Some("broadcast"), doc: "Broadcast from a root down a pipelined chain, NCCL's ring broadcast (busbw factor 1).", params: W_BROADCAST },
+    Section { section: "workload", kind: Some("reduce"), doc: "Reduce to a root along a pipelined chain that ends there, NCCL's ring reduce (busbw factor 1).", params: W_REDUCE },
+    Section { section: "workload", kind: Some("gather"), doc: "Gather to a root: every host sends it its part at once (busbw factor (N-1)/N on the root's whole buffer, as nccl-tests).", params: W_GATHER },
+    Section { section: "workload", kind: Some("scatter"), doc: "Scatter from a root: it sends every host its part at once (busbw factor (N-1)/N on the root's whole buffer, as nccl-tests).", params: W_SCATTER },
     Section { section: "workload", kind: Some("all_to_allv"), doc: "All-to-all with a size per pair (busbw factor (N-1)/N on nccl-tests' size: N x the mean size per pair).", params: W_ALL_TO_ALLV },
     Section { section: "workload", kind: Some("poisson"), doc: "A datacenter traffic mix: Poisson arrivals at a target load, sizes from a CDF; the summary reports FCT slowdown by flow size.", params: W_POISSON },
     Section { section: "workload", kind: Some("chakra"), doc: "A Chakra execution trace replayed as a job: compute, send/receive and collective nodes with their dependencies (see the README).", params: W_CHAKRA },

@@ -132,9 +132,10 @@ pub struct CollectiveSpec {
     pub workload: u32,
     /// Participating hosts.
     pub hosts: u32,
-    /// nccl-tests' size: the bytes its algorithm bandwidth divides (the all-reduce
-    /// and broadcast buffer, the all-gather output and reduce-scatter input buffers,
-    /// an all-to-all rank's whole send buffer; 0 for a barrier).
+    /// nccl-tests' size: the bytes its algorithm bandwidth divides (the all-reduce,
+    /// broadcast and reduce buffer, the all-gather output and reduce-scatter input
+    /// buffers, the root's whole gather or scatter buffer, an all-to-all rank's whole
+    /// send buffer; 0 for a barrier).
     pub size: u64,
     /// Channels it was split over.
     pub channels: u32,

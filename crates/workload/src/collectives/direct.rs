@@ -1,4 +1,5 @@
-//! All-to-all (every pair at once) and the dissemination barrier.
+//! All-to-all (every pair at once), gather and scatter (every rank with the root at
+//! once, as nccl-tests runs them) and the dissemination barrier.
 
 use super::{split, Emit, BARRIER_BYTES};
 
@@ -15,6 +16,39 @@ pub(super) fn all_to_all(e: &mut Emit<'_>, sizes: &[u64]) {
                 if s != d && len > 0 {
                     e.send(c as u32, s, d, len, &[]);
                 }
+            }
+        }
+    }
+}
+
+/// Gather: every rank but `root` sends its part of the root's `size`-byte buffer
+/// (rank `i`'s part is the `i`-th of `n` near-equal parts) to the root at once, each
+/// part split over the channels. The root's own part stays where it is.
+pub(super) fn gather(e: &mut Emit<'_>, size: u64, root: usize) {
+    with_root(e, size, root, |e, c, rank, len| {
+        e.send(c, rank, root, len, &[]);
+    });
+}
+
+/// Scatter: the root sends every other rank its part of its `size`-byte buffer (the
+/// parts as for [`gather`]) at once, each part split over the channels.
+pub(super) fn scatter(e: &mut Emit<'_>, size: u64, root: usize) {
+    with_root(e, size, root, |e, c, rank, len| {
+        e.send(c, root, rank, len, &[]);
+    });
+}
+
+/// Calls `each(e, channel, rank, bytes)` for every channel and every rank but `root`
+/// with that rank's share of its part of `size` on that channel.
+fn with_root(e: &mut Emit<'_>, size: u64, root: usize, mut each: impl FnMut(&mut Emit<'_>, u32, usize, u64)) {
+    let n = e.n();
+    let channels = e.channels as u64;
+    let parts = split(size, n as u64);
+    for c in 0..channels {
+        for (rank, &part) in parts.iter().enumerate() {
+            let len = split(part, channels)[c as usize];
+            if rank != root && len > 0 {
+                each(e, c as u32, rank, len);
             }
         }
     }

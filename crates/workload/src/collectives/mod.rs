@@ -16,11 +16,18 @@
 //! | all_gather | ring, halving_doubling (recursive doubling) | `n (n-1)`, `n log2 n` |
 //! | reduce_scatter | ring, halving_doubling (recursive halving) | `n (n-1)`, `n log2 n` |
 //! | broadcast | ring (a pipelined chain from the root) | `n-1` per piece |
+//! | reduce | ring (a pipelined chain ending at the root) | `n-1` per piece |
+//! | gather, scatter | direct (every rank with the root at once) | `n-1` |
 //! | all_to_all, all_to_allv | direct (every pair at once) | `n (n-1)` |
 //! | barrier | dissemination | `n ceil(log2 n)` |
 //!
-//! The modules: [`ring`], [`tree`], [`halving_doubling`], [`direct`] (all-to-all and
-//! the dissemination barrier).
+//! Reduce and broadcast run NCCL's only algorithm for them, the ring's pipelined chain;
+//! gather and scatter, which NCCL has no kernel for, run as nccl-tests runs them (a
+//! group of sends and receives between the root and every other rank at once, MPI's
+//! linear algorithm), not as MPI's binomial tree for small messages.
+//!
+//! The modules: [`ring`], [`tree`], [`halving_doubling`], [`direct`] (all-to-all,
+//! gather, scatter and the dissemination barrier).
 
 mod direct;
 mod halving_doubling;
@@ -43,6 +50,12 @@ pub enum CollectiveKind {
     ReduceScatter,
     /// Every rank ends with the root's buffer.
     Broadcast,
+    /// The root ends with the sum of all buffers.
+    Reduce,
+    /// The root ends with every rank's part.
+    Gather,
+    /// Every rank ends with its part of the root's buffer.
+    Scatter,
     /// Every rank sends a distinct block to every other, all of one size.
     AllToAll,
     /// All-to-all with a size per (sender, receiver) pair.
@@ -54,14 +67,14 @@ pub enum CollectiveKind {
 /// How a collective moves its data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Algorithm {
-    /// Neighbours on a ring (a chain from the root for broadcast).
+    /// Neighbours on a ring (a chain from the root for broadcast, to it for reduce).
     Ring,
     /// NCCL's double binary tree: two trees, each with half the data, every rank a
     /// leaf in one of them; reduce up, broadcast down, pipelined.
     Tree,
     /// Recursive halving then doubling with partners at power-of-two distances.
     HalvingDoubling,
-    /// Every pair at once.
+    /// Every pair at once (every rank with the root, for gather and scatter).
     Direct,
     /// The dissemination barrier: in round `k` rank `i` signals rank `i + 2^k`.
     Dissemination,
@@ -69,11 +82,14 @@ pub enum Algorithm {
 
 impl CollectiveKind {
     /// Every kind, in the order of the schema.
-    pub const ALL: [CollectiveKind; 7] = [
+    pub const ALL: [CollectiveKind; 10] = [
         CollectiveKind::AllReduce,
         CollectiveKind::AllGather,
         CollectiveKind::ReduceScatter,
         CollectiveKind::Broadcast,
+        CollectiveKind::Reduce,
+        CollectiveKind::Gather,
+        CollectiveKind::Scatter,
         CollectiveKind::AllToAll,
         CollectiveKind::AllToAllV,
         CollectiveKind::Barrier,
@@ -86,6 +102,9 @@ impl CollectiveKind {
             CollectiveKind::AllGather => "all_gather",
             CollectiveKind::ReduceScatter => "reduce_scatter",
             CollectiveKind::Broadcast => "broadcast",
+            CollectiveKind::Reduce => "reduce",
+            CollectiveKind::Gather => "gather",
+            CollectiveKind::Scatter => "scatter",
             CollectiveKind::AllToAll => "all_to_all",
             CollectiveKind::AllToAllV => "all_to_allv",
             CollectiveKind::Barrier => "barrier",
@@ -103,24 +122,45 @@ impl CollectiveKind {
         match self {
             CollectiveKind::AllReduce => &[Ring, Tree, HalvingDoubling],
             CollectiveKind::AllGather | CollectiveKind::ReduceScatter => &[Ring, HalvingDoubling],
-            CollectiveKind::Broadcast => &[Ring],
-            CollectiveKind::AllToAll | CollectiveKind::AllToAllV => &[Direct],
+            CollectiveKind::Broadcast | CollectiveKind::Reduce => &[Ring],
+            CollectiveKind::Gather | CollectiveKind::Scatter | CollectiveKind::AllToAll | CollectiveKind::AllToAllV => {
+                &[Direct]
+            }
             CollectiveKind::Barrier => &[Dissemination],
         }
     }
 
+    /// Whether it has a root rank (the `root` key).
+    pub fn rooted(self) -> bool {
+        match self {
+            CollectiveKind::Broadcast | CollectiveKind::Reduce | CollectiveKind::Gather | CollectiveKind::Scatter => {
+                true
+            }
+            CollectiveKind::AllReduce
+            | CollectiveKind::AllGather
+            | CollectiveKind::ReduceScatter
+            | CollectiveKind::AllToAll
+            | CollectiveKind::AllToAllV
+            | CollectiveKind::Barrier => false,
+        }
+    }
+
     /// nccl-tests' bus-bandwidth factor over `n` ranks: busbw = algbw x this, the
-    /// share of the buffer each rank must move, so that a perfect collective's busbw
-    /// is the link rate whatever `n` (0 for a barrier, which moves no data).
+    /// share of the buffer the busiest rank must move, so that a perfect collective's
+    /// busbw is the link rate whatever `n` (0 for a barrier, which moves no data).
+    /// Gather and scatter count the root's whole buffer, of which it receives or sends
+    /// all but its own part, (n-1)/n.
     pub fn bus_factor(self, n: u32) -> f64 {
         let n = n as f64;
         match self {
             CollectiveKind::AllReduce => 2.0 * (n - 1.0) / n,
             CollectiveKind::AllGather
             | CollectiveKind::ReduceScatter
+            | CollectiveKind::Gather
+            | CollectiveKind::Scatter
             | CollectiveKind::AllToAll
             | CollectiveKind::AllToAllV => (n - 1.0) / n,
-            CollectiveKind::Broadcast => 1.0,
+            CollectiveKind::Broadcast | CollectiveKind::Reduce => 1.0,
             CollectiveKind::Barrier => 0.0,
         }
     }
@@ -148,7 +188,7 @@ impl Algorithm {
     }
 
     /// Whether it cuts its transfers into `chunk`-sized pieces.
-    fn pipelined(self) -> bool {
+    pub fn pipelined(self) -> bool {
         match self {
             Algorithm::Ring | Algorithm::Tree => true,
             Algorithm::HalvingDoubling | Algorithm::Direct | Algorithm::Dissemination => false,
@@ -175,13 +215,14 @@ pub struct CollectiveOp {
     pub kind: CollectiveKind,
     /// How (`None`: the kind's default).
     pub algorithm: Option<Algorithm>,
-    /// Bytes: the buffer per rank (all-reduce, broadcast), the whole output (all-gather)
-    /// or input (reduce-scatter) buffer as nccl-tests counts it, bytes per pair
-    /// (all-to-all); unused for all-to-allv and barrier.
+    /// Bytes: the buffer per rank (all-reduce, broadcast, reduce), the whole output
+    /// (all-gather) or input (reduce-scatter) buffer as nccl-tests counts it, the root's
+    /// whole buffer of `n` parts (gather, scatter), bytes per pair (all-to-all); unused
+    /// for all-to-allv and barrier.
     pub size: u64,
     /// All-to-allv: bytes from rank `i` to rank `j` at `i * n + j`.
     pub sizes: Vec<u64>,
-    /// Broadcast: the root's rank.
+    /// Broadcast, reduce, gather, scatter: the root's rank.
     pub root: u32,
     /// Channels (`None`: the run's default, one per NIC port a connection leaves unused).
     pub channels: Option<u32>,
@@ -226,6 +267,9 @@ impl CollectiveOp {
                 f("algorithm"),
                 format!("{kind} cannot run \"{}\" (allowed: {})", alg.name(), names.join(", ")),
             ));
+        }
+        if self.kind.rooted() && self.root >= n {
+            return Err(invalid(f("root"), format!("rank {} does not exist (ranks are 0..{})", self.root, n - 1)));
         }
         if !(1..=MAX_CHANNELS).contains(&channels) {
             return Err(invalid(f("channels"), format!("must be between 1 and {MAX_CHANNELS}, got {channels}")));
@@ -297,15 +341,16 @@ impl CollectiveOp {
                     return Err(invalid(f("channels"), "a barrier moves no data: it has one channel"));
                 }
             }
-            (CollectiveKind::Broadcast, _) => {
-                if self.root >= n {
+            (CollectiveKind::Gather | CollectiveKind::Scatter, _) => {
+                if self.size < n64 * c {
+                    // Each rank's part is size/N, split over the channels.
                     return Err(invalid(
-                        f("root"),
-                        format!("rank {} does not exist (ranks are 0..{})", self.root, n - 1),
+                        f("size"),
+                        format!(
+                            "must be at least hosts x channels ({n} x {c}): each host's part is size/N bytes, got {}",
+                            self.size
+                        ),
                     ));
-                }
-                if self.size < c {
-                    return Err(invalid(f("size"), format!("must be at least the channels ({c}), got {}", self.size)));
                 }
             }
             (_, Algorithm::Tree) => {
@@ -351,7 +396,10 @@ impl CollectiveOp {
                 c * (p * 2 * log2(p) + 2 * (n64 - p))
             }
             (_, Algorithm::HalvingDoubling) => c * n64 * log2(n64),
-            (CollectiveKind::Broadcast, _) => c * (n64 - 1) * pieces(share, Some(DEFAULT_CHUNK)),
+            (CollectiveKind::Broadcast | CollectiveKind::Reduce, _) => {
+                c * (n64 - 1) * pieces(share, Some(DEFAULT_CHUNK))
+            }
+            (CollectiveKind::Gather | CollectiveKind::Scatter, _) => c * (n64 - 1),
             (CollectiveKind::AllToAllV, _) => c * self.sizes.iter().filter(|&&s| s > 0).count() as u64,
             (CollectiveKind::Barrier, _) => n64 * log2(2 * n64 - 1),
             _ => c * n64 * (n64 - 1),
@@ -373,12 +421,12 @@ impl CollectiveOp {
             (_, Algorithm::Tree) => 2 * (tree::depth(n as usize) + 1),
             (CollectiveKind::AllReduce, Algorithm::HalvingDoubling) => 2 * log2,
             (_, Algorithm::HalvingDoubling) | (CollectiveKind::Barrier, _) => log2,
-            (CollectiveKind::Broadcast, _) => n64 - 1,
+            (CollectiveKind::Broadcast | CollectiveKind::Reduce, _) => n64 - 1,
             _ => 1,
         };
         let bytes = match self.kind {
             CollectiveKind::Barrier => BARRIER_BYTES * steps,
-            CollectiveKind::Broadcast => self.size,
+            CollectiveKind::Broadcast | CollectiveKind::Reduce => self.size,
             k => (self.nccl_size(n) as f64 * k.bus_factor(n)) as u64,
         };
         Dur::from_ps(((bytes as f64 * 8.0 / rate_bps.max(1) as f64) * 1e12) as u64) + latency.mul(steps)
@@ -405,8 +453,11 @@ pub(crate) fn channels(op: &CollectiveOp, auto: u32, n: u32) -> u32 {
         Some(c) => c,
         None if op.kind == CollectiveKind::Barrier => 1,
         None => {
+            // The fewest bytes a channel must carry.
             let per = match (op.kind, op.algorithm()) {
-                (_, Algorithm::Ring) if op.kind != CollectiveKind::Broadcast => n as u64,
+                (CollectiveKind::Broadcast | CollectiveKind::Reduce, _) => 1,
+                (CollectiveKind::Gather | CollectiveKind::Scatter, _) => n as u64,
+                (_, Algorithm::Ring) => n as u64,
                 (_, Algorithm::Tree) => 2,
                 _ => 1,
             };
@@ -458,6 +509,13 @@ pub(crate) fn expand(
         (CollectiveKind::Broadcast, _) => {
             ring::chain(&mut e, &shares, op.root as usize, op.chunk.unwrap_or(DEFAULT_CHUNK))
         }
+        (CollectiveKind::Reduce, _) => {
+            // The mirror of broadcast: the chain starts after the root and ends at it.
+            let first = (op.root as usize + 1) % n as usize;
+            ring::chain(&mut e, &shares, first, op.chunk.unwrap_or(DEFAULT_CHUNK))
+        }
+        (CollectiveKind::Gather, _) => direct::gather(&mut e, op.size, op.root as usize),
+        (CollectiveKind::Scatter, _) => direct::scatter(&mut e, op.size, op.root as usize),
         (CollectiveKind::AllReduce, Algorithm::Tree) => tree::all_reduce(&mut e, &shares, op.chunk),
         (CollectiveKind::AllReduce, Algorithm::HalvingDoubling) => halving_doubling::all_reduce(&mut e, &shares),
         (CollectiveKind::ReduceScatter, Algorithm::HalvingDoubling) => halving_doubling::halving(&mut e, &shares),

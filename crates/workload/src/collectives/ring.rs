@@ -1,5 +1,6 @@
 //! Rings: all-reduce (reduce-scatter then all-gather, `2(n-1)` steps),
-//! all-gather and reduce-scatter (`n-1` steps), and broadcast as a pipelined chain.
+//! all-gather and reduce-scatter (`n-1` steps), and broadcast and reduce as pipelined
+//! chains.
 //!
 //! In step `s` rank `i` sends one block of its channel's share (`share / n`) to rank
 //! `i+1`: the block it received from rank `i-1` in step `s-1`, reduced with its own
@@ -33,17 +34,19 @@ pub(super) fn steps(e: &mut Emit<'_>, shares: &[u64], steps: usize, chunk: Optio
     }
 }
 
-/// Broadcast from rank `root` down the chain `root, root+1, ...` (ring order), each
-/// channel's share cut into `chunk` pieces that move on as they arrive (NCCL's ring
-/// broadcast).
-pub(super) fn chain(e: &mut Emit<'_>, shares: &[u64], root: usize, chunk: u64) {
+/// A pipelined chain over every rank in ring order, `first, first+1, ..., first-1`,
+/// each channel's share cut into `chunk` pieces; a rank forwards piece `k` once it has
+/// received piece `k`. NCCL's ring broadcast starts the chain at the root (each rank
+/// forwards the root's data as it is); its ring reduce starts it just after the root so
+/// that it ends there (each rank adds its own part of the piece before forwarding it).
+pub(super) fn chain(e: &mut Emit<'_>, shares: &[u64], first: usize, chunk: u64) {
     let n = e.n();
     for (c, &share) in shares.iter().enumerate() {
         for len in pieces(share, Some(chunk)) {
             let mut prev: Option<u32> = None;
             for p in 0..n - 1 {
                 let deps: Vec<u32> = prev.into_iter().collect();
-                prev = Some(e.send(c as u32, (root + p) % n, (root + p + 1) % n, len, &deps));
+                prev = Some(e.send(c as u32, (first + p) % n, (first + p + 1) % n, len, &deps));
             }
         }
     }

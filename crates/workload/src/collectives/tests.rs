@@ -66,6 +66,9 @@ fn every_dependency_is_data_the_sender_received() {
         (CollectiveKind::ReduceScatter, Algorithm::HalvingDoubling),
         (CollectiveKind::AllGather, Algorithm::HalvingDoubling),
         (CollectiveKind::Broadcast, Algorithm::Ring),
+        (CollectiveKind::Reduce, Algorithm::Ring),
+        (CollectiveKind::Gather, Algorithm::Direct),
+        (CollectiveKind::Scatter, Algorithm::Direct),
         (CollectiveKind::Barrier, Algorithm::Dissemination),
     ] {
         for n in [2u32, 3, 5, 8, 12, 16] {
@@ -150,6 +153,9 @@ fn message_counts_follow_each_algorithm() {
             CollectiveOp { chunk: Some(100_000), ..op(CollectiveKind::AllReduce, Algorithm::Tree, 1 << 20) },
             CollectiveOp { chunk: Some(3000), ..op(CollectiveKind::AllReduce, Algorithm::Ring, 1 << 20) },
             op(CollectiveKind::Broadcast, Algorithm::Ring, 3 << 20),
+            CollectiveOp { root: 2, ..op(CollectiveKind::Reduce, Algorithm::Ring, 3 << 20) },
+            CollectiveOp { root: 1, ..op(CollectiveKind::Gather, Algorithm::Direct, 3 << 20) },
+            op(CollectiveKind::Scatter, Algorithm::Direct, 3 << 20),
             op(CollectiveKind::Barrier, Algorithm::Dissemination, 0),
         ] {
             assert_eq!(plan_c(o.clone(), n, 3).messages.len() as u64, o.message_count(n, channels(&o, 3, n)), "{o:?}");
@@ -284,4 +290,140 @@ fn all_to_allv_sends_each_pair_its_own_size() {
         p.messages.iter().map(|m| (p.conns[m.conn as usize].src, p.conns[m.conn as usize].dst, m.size)).collect();
     assert_eq!(got, vec![(0, 1, 5), (1, 0, 7), (1, 2, 9), (2, 0, 1), (2, 1, 2)]);
     assert_eq!(p.collectives[0].size, 24 / 2);
+}
+
+/// Per message: (sender, receiver, bytes).
+fn edges(p: &Plan) -> Vec<(u32, u32, u64)> {
+    (0..p.messages.len() as u32).map(|m| (sender(p, m), receiver(p, m), p.messages[m as usize].size)).collect()
+}
+
+#[test]
+fn a_reduce_is_a_pipelined_chain_that_ends_at_the_root() {
+    for n in [2u32, 3, 5, 8] {
+        for root in [0, n - 1, n / 2] {
+            let o = CollectiveOp { root, chunk: Some(10_000), ..op(CollectiveKind::Reduce, Algorithm::Ring, 100_000) };
+            let p = plan(o.clone(), n);
+            let e = edges(&p);
+            // 10 pieces down a chain of n-1 hops: root+1 -> root+2 -> ... -> root.
+            assert_eq!(e.len() as u32, 10 * (n - 1), "n={n} root={root}");
+            assert_eq!(e.len() as u64, o.message_count(n, 1));
+            for (i, &(s, d, len)) in e.iter().enumerate() {
+                assert_eq!(d, (s + 1) % n, "ring order");
+                assert_ne!(s, root, "the root only receives");
+                assert_eq!(len, 10_000);
+                let hop = (s + n - root - 1) % n;
+                let deps = &p.messages[i].deps;
+                if hop == 0 {
+                    assert!(deps.is_empty(), "the chain's first rank sends its own data at once");
+                } else {
+                    // Piece k of hop h waits for piece k of hop h-1 (one message earlier).
+                    assert_eq!(deps, &vec![i as u32 - 1]);
+                }
+            }
+            assert!(e.iter().all(|&(_, d, _)| d != (root + 1) % n), "the first rank receives nothing");
+            // Every rank's data reaches the root; every byte arrives there once.
+            assert!(knowledge(&p, n as usize)[root as usize].iter().all(|&x| x), "n={n} root={root}");
+            let into_root: u64 = e.iter().filter(|x| x.1 == root).map(|x| x.2).sum();
+            assert_eq!(into_root, 100_000);
+            // Every rank but the root sends the whole buffer once: nccl-tests' factor 1.
+            let sent = sent_bytes(&p, n as usize);
+            for (r, &b) in sent.iter().enumerate() {
+                assert_eq!(b, if r as u32 == root { 0 } else { 100_000 }, "n={n} root={root} rank {r}");
+            }
+        }
+    }
+}
+
+#[test]
+fn gather_and_scatter_move_each_rank_s_part_to_or_from_the_root_once() {
+    for n in [2u32, 3, 7, 8] {
+        for root in [0, n - 1] {
+            for channels in [1u32, 3] {
+                // 1000 bytes over n ranks: parts of near-equal size, the larger first.
+                let parts = split(1000, n as u64);
+                let at = |kind| {
+                    let o = CollectiveOp { root, channels: Some(channels), ..op(kind, Algorithm::Direct, 1000) };
+                    assert_eq!(o.message_count(n, channels), (channels * (n - 1)) as u64);
+                    plan(o, n)
+                };
+                let g = at(CollectiveKind::Gather);
+                let s = at(CollectiveKind::Scatter);
+                assert_eq!(g.messages.len() as u32, channels * (n - 1));
+                assert_eq!(s.messages.len() as u32, channels * (n - 1));
+                assert!(g.messages.iter().chain(&s.messages).all(|m| m.deps.is_empty()), "all at once");
+                let mut from = vec![0u64; n as usize];
+                for (src, dst, len) in edges(&g) {
+                    assert_eq!(dst, root, "gather: only into the root");
+                    from[src as usize] += len;
+                }
+                let mut to = vec![0u64; n as usize];
+                for (src, dst, len) in edges(&s) {
+                    assert_eq!(src, root, "scatter: only out of the root");
+                    to[dst as usize] += len;
+                }
+                let want: Vec<u64> =
+                    parts.iter().enumerate().map(|(r, &b)| if r as u32 == root { 0 } else { b }).collect();
+                assert_eq!(from, want, "gather n={n} root={root} channels={channels}");
+                assert_eq!(to, want, "scatter n={n} root={root} channels={channels}");
+                assert!(knowledge(&g, n as usize)[root as usize].iter().all(|&x| x));
+                assert!(knowledge(&s, n as usize).iter().all(|k| k[root as usize]));
+                // Each channel on its own connections: one per rank and channel.
+                assert_eq!(g.conns.len() as u32, channels * (n - 1));
+                assert_eq!(g.collectives[0].size, 1000, "nccl-tests' size: the root's whole buffer");
+            }
+        }
+    }
+}
+
+#[test]
+fn rooted_collectives_report_nccl_tests_bus_factors() {
+    for n in [2u32, 4, 16] {
+        let f = (n - 1) as f64 / n as f64;
+        assert_eq!(CollectiveKind::Reduce.bus_factor(n), 1.0);
+        assert_eq!(CollectiveKind::Gather.bus_factor(n), f);
+        assert_eq!(CollectiveKind::Scatter.bus_factor(n), f);
+    }
+    // The factor is the share of the buffer the busiest rank moves: the root receives
+    // (gather) or sends (scatter) all but its own part.
+    let n = 16u32;
+    let size = 16 << 20;
+    for kind in [CollectiveKind::Gather, CollectiveKind::Scatter] {
+        let p = plan_c(op(kind, Algorithm::Direct, size), n, 4);
+        let root_bytes: u64 = edges(&p).iter().filter(|e| e.0 == 0 || e.1 == 0).map(|e| e.2).sum();
+        assert_eq!(root_bytes, (size as f64 * kind.bus_factor(n)) as u64, "{kind:?}");
+        assert_eq!(p.collectives[0].bus_factor, kind.bus_factor(n));
+    }
+}
+
+#[test]
+fn bad_rooted_collectives_are_refused_with_the_key_named() {
+    let bad = |o: CollectiveOp, n: u32| {
+        let w = WorkloadSpec { kind: WorkloadKind::Collective { hosts: HostSet::Count(n), op: o }, start: Dur::ZERO };
+        build_with(&[w], 64, 1, &[]).unwrap_err().to_string()
+    };
+    for kind in [CollectiveKind::Reduce, CollectiveKind::Gather, CollectiveKind::Scatter] {
+        let o = CollectiveOp { root: 4, ..CollectiveOp::new(kind, 1000) };
+        assert_eq!(bad(o, 4), "workload[0].root: rank 4 does not exist (ranks are 0..3)", "{kind:?}");
+    }
+    assert_eq!(
+        bad(op(CollectiveKind::Reduce, Algorithm::Tree, 1000), 4),
+        "workload[0].algorithm: reduce cannot run \"tree\" (allowed: ring)"
+    );
+    assert_eq!(
+        bad(op(CollectiveKind::Gather, Algorithm::Ring, 1000), 4),
+        "workload[0].algorithm: gather cannot run \"ring\" (allowed: direct)"
+    );
+    assert_eq!(
+        bad(op(CollectiveKind::Scatter, Algorithm::HalvingDoubling, 1000), 4),
+        "workload[0].algorithm: scatter cannot run \"halving_doubling\" (allowed: direct)"
+    );
+    assert!(bad(CollectiveOp { chunk: Some(100), ..CollectiveOp::new(CollectiveKind::Scatter, 1000) }, 4)
+        .starts_with("workload[0].chunk: applies to the pipelined"));
+    assert_eq!(
+        bad(CollectiveOp { channels: Some(2), ..CollectiveOp::new(CollectiveKind::Gather, 7) }, 4),
+        "workload[0].size: must be at least hosts x channels (4 x 2): each host's part is size/N bytes, got 7"
+    );
+    // The default channels never leave a part empty.
+    let p = plan_c(CollectiveOp::new(CollectiveKind::Gather, 8), 4, 4);
+    assert_eq!(p.collectives[0].channels, 2);
 }

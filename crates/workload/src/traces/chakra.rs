@@ -14,10 +14,11 @@
 //! | `duration_micros` | 7 | a compute node's time |
 //! | `attr` | 10 | `AttributeProto` (`name` 1; values `int32` 7, `int64` 9, `uint32` 11, `uint64` 13, `sint32` 15, `sint64` 17, `bool` 27, `string` 29) |
 //!
-//! Attributes: `comm_type` (a `CollectiveCommType`: `ALL_REDUCE` 0, `ALL_GATHER` 2,
-//! `BROADCAST` 5, `ALL_TO_ALL` 6, `REDUCE_SCATTER` 7 and `REDUCE_SCATTER_BLOCK` 8,
-//! `BARRIER` 9; `REDUCE`, `GATHER` and `SCATTER` are refused), `comm_size` (bytes, as
-//! nccl-tests counts a collective's size; a send's bytes), `comm_src` / `comm_dst` (the
+//! Attributes: `comm_type` (a `CollectiveCommType`: `ALL_REDUCE` 0, `REDUCE` 1,
+//! `ALL_GATHER` 2, `GATHER` 3, `SCATTER` 4, `BROADCAST` 5, `ALL_TO_ALL` 6,
+//! `REDUCE_SCATTER` 7 and `REDUCE_SCATTER_BLOCK` 8, `BARRIER` 9), `comm_size` (bytes,
+//! as nccl-tests counts a collective's size, the root's whole buffer for gather and
+//! scatter; a send's bytes), `comm_src` / `comm_dst` (the
 //! peer rank of a receive / send), `comm_tag` (matches a send with a receive), `pg_name`
 //! (the process group of a collective; none: every rank).
 //!
@@ -28,7 +29,8 @@
 //! with that tag matches the k-th such send) is done when both its own dependencies
 //! and the message are. The k-th collective of a process group on each of its ranks
 //! is one collective, expanded as fabricsim's collectives are (each rank entering when
-//! its node's dependencies are done). A trace whose dependencies (within a rank or
+//! its node's dependencies are done). Chakra's nodes carry no root: a broadcast,
+//! reduce, gather or scatter is rooted at the group's lowest rank (its rank 0). A trace whose dependencies (within a rank or
 //! through messages and collectives) form a cycle is refused before running, naming
 //! a node on it.
 
@@ -179,19 +181,20 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<Node>, String> {
                 let t = need("comm_type", "the collective")?;
                 let kind = match t {
                     0 => CollectiveKind::AllReduce,
+                    1 => CollectiveKind::Reduce,
                     2 => CollectiveKind::AllGather,
+                    3 => CollectiveKind::Gather,
+                    4 => CollectiveKind::Scatter,
                     5 => CollectiveKind::Broadcast,
                     6 => CollectiveKind::AllToAll,
                     7 | 8 => CollectiveKind::ReduceScatter,
                     9 => CollectiveKind::Barrier,
-                    1 | 3 | 4 => {
+                    other => {
                         return Err(format!(
-                            "record {record} (node {}), field attr comm_type: {} is not modelled (supported: ALL_REDUCE, ALL_GATHER, BROADCAST, ALL_TO_ALL, REDUCE_SCATTER, BARRIER)",
-                            n.id,
-                            ["", "REDUCE", "", "GATHER", "SCATTER"][t as usize]
+                            "record {record} (node {}), field attr comm_type: unknown value {other}",
+                            n.id
                         ))
                     }
-                    other => return Err(format!("record {record} (node {}), field attr comm_type: unknown value {other}", n.id)),
                 };
                 n.size = if kind == CollectiveKind::Barrier { 0 } else { need("comm_size", "bytes")?.max(0) as u64 };
                 n.group = attrs.get("pg_name").and_then(|a| a.1.clone()).unwrap_or_default();
@@ -244,7 +247,10 @@ pub fn encode(nodes: &[Node]) -> Vec<u8> {
             NodeKind::Collective(k) => {
                 let t = match k {
                     CollectiveKind::AllReduce => 0,
+                    CollectiveKind::Reduce => 1,
                     CollectiveKind::AllGather => 2,
+                    CollectiveKind::Gather => 3,
+                    CollectiveKind::Scatter => 4,
                     CollectiveKind::Broadcast => 5,
                     CollectiveKind::AllToAll | CollectiveKind::AllToAllV => 6,
                     CollectiveKind::ReduceScatter => 7,
