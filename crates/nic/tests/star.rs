@@ -173,7 +173,6 @@ fn a_forged_request_outside_the_registered_memory_is_refused_at_the_clients_nic(
     assert!(p.events.iter().any(|e| e.1 == 0 && e.2 == AppEvent::Failed));
 }
 
-
 /// Heavy loss (20 % of packets each way, a third of round trips) on a 2 MB WRITE: each
 /// piece's resends are counted on their own (InfiniBand's per-request retry count),
 /// so a window's pieces timing out one after another do not add up to a failure, and
