@@ -15,6 +15,9 @@
 //! * [`multiqp`]: messages over a connection's QPs: the split policy (even parts for
 //!   QP-Scaling), which message each QP's sequence numbers carry, and the message-level
 //!   report once every part has arrived or been acknowledged.
+//! * [`maestro`]: Maestro's policy over a connection's QPs: messages cut into chunks,
+//!   a load balancer giving them to QPs, a path monitor per QP, failover of a failed
+//!   QP's chunks.
 //! * [`rnic`]: the RNIC resource model (pipelines, QP context cache, MTT and ATC,
 //!   PCIe): with a modelled NIC a packet waits in its NIC before it reaches the wire or
 //!   its endpoint (`model = "ideal"`: never).
@@ -35,10 +38,12 @@ pub mod wire;
 
 mod driver;
 mod endpoints;
+pub mod maestro;
 pub mod multiqp;
 pub mod rnic;
 
 pub use endpoints::EndpointPlace;
+pub use maestro::{Balancer, MaestroConfig};
 pub use multiqp::Split;
 pub use wire::{NicEvent, Wire};
 

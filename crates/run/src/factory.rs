@@ -61,6 +61,8 @@ transport_kinds! {
     Udmp => "udmp",
     /// MRC.
     Mrc => "mrc",
+    /// Maestro: chunks over K RoCE QPs.
+    Maestro => "maestro",
 }
 
 impl TransportKind {
@@ -74,7 +76,7 @@ impl TransportKind {
     /// message a RETH (RoCE's WRITE).
     pub const fn every_packet_addressed(self) -> bool {
         match self {
-            TransportKind::Roce | TransportKind::QpScaling => false,
+            TransportKind::Roce | TransportKind::QpScaling | TransportKind::Maestro => false,
             TransportKind::Mprdma | TransportKind::Stellar | TransportKind::Udmp | TransportKind::Mrc => true,
         }
     }
@@ -88,7 +90,8 @@ impl TransportKind {
             | TransportKind::QpScaling
             | TransportKind::Mprdma
             | TransportKind::Stellar
-            | TransportKind::Udmp => false,
+            | TransportKind::Udmp
+            | TransportKind::Maestro => false,
         }
     }
 }
@@ -113,6 +116,48 @@ pub enum TransportSpec {
     Udmp(UdmpSpec),
     /// MRC.
     Mrc(MrcSpec),
+    /// Maestro.
+    Maestro(MaestroSpec),
+}
+
+/// How a Maestro connection's QPs get their UDP source ports (`path_selection`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathSelection {
+    /// Worked out from the switches' ECMP hash: the ports whose paths share fewest
+    /// links, from a pool of candidates.
+    Hash,
+    /// Discovered by probing, in rounds of 2K candidate QPs (the paper's procedure).
+    Probe,
+    /// At random, as RoCE draws them (the naive baseline).
+    Random,
+}
+
+impl PathSelection {
+    /// Every choice's scenario name.
+    pub const NAMES: &'static [&'static str] = &["hash", "probe", "random"];
+
+    /// The choice named `name`, if any.
+    pub fn from_name(name: &str) -> Option<PathSelection> {
+        match name {
+            "hash" => Some(PathSelection::Hash),
+            "probe" => Some(PathSelection::Probe),
+            "random" => Some(PathSelection::Random),
+            _ => None,
+        }
+    }
+}
+
+/// Maestro settings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MaestroSpec {
+    /// QPs (paths) per connection, K.
+    pub paths: u32,
+    /// How their source ports are chosen.
+    pub path_selection: PathSelection,
+    /// Chunking, balancing and monitoring.
+    pub policy: fabricsim_nic::MaestroConfig,
+    /// Each QP's RoCE settings.
+    pub roce: RoceConfig,
 }
 
 /// MPRDMA settings (`None` = auto).
@@ -245,6 +290,7 @@ impl TransportSpec {
             TransportSpec::Stellar(_) => TransportKind::Stellar,
             TransportSpec::Udmp(_) => TransportKind::Udmp,
             TransportSpec::Mrc(_) => TransportKind::Mrc,
+            TransportSpec::Maestro(_) => TransportKind::Maestro,
         }
     }
 
@@ -262,6 +308,7 @@ impl TransportSpec {
     pub fn qps(&self) -> u32 {
         match self {
             TransportSpec::QpScaling { qps, .. } => *qps,
+            TransportSpec::Maestro(s) => s.paths,
             TransportSpec::Roce(_)
             | TransportSpec::Mprdma(_)
             | TransportSpec::Stellar(_)
@@ -284,7 +331,8 @@ impl TransportSpec {
             | TransportSpec::QpScaling { .. }
             | TransportSpec::Mprdma(_)
             | TransportSpec::Stellar(_)
-            | TransportSpec::Udmp(_) => None,
+            | TransportSpec::Udmp(_)
+            | TransportSpec::Maestro(_) => None,
         }
     }
 
@@ -297,7 +345,8 @@ impl TransportSpec {
             TransportSpec::Roce(_)
             | TransportSpec::QpScaling { .. }
             | TransportSpec::Mprdma(_)
-            | TransportSpec::Udmp(_) => None,
+            | TransportSpec::Udmp(_)
+            | TransportSpec::Maestro(_) => None,
         }
     }
 }
@@ -309,6 +358,9 @@ pub struct PathContext {
     pub base_rtt: Dur,
     /// Bytes in flight that fill the connection's NIC ports for one base RTT.
     pub bdp_bytes: f64,
+    /// The UDP source port the run chose for this QP (Maestro's path selection);
+    /// `None`: a random one, as RoCE drivers draw it.
+    pub sport: Option<u16>,
 }
 
 /// Heap bytes of one connection's endpoints as built, measured with the Python
@@ -324,6 +376,7 @@ pub fn state_bytes(spec: &TransportSpec, planes: u32) -> (u64, &'static str) {
     match spec {
         TransportSpec::Roce(_) => (QP_BYTES, "kind"),
         TransportSpec::QpScaling { qps, .. } => (QP_BYTES * *qps as u64, "qps"),
+        TransportSpec::Maestro(s) => (QP_BYTES * s.paths as u64, "paths"),
         TransportSpec::Mprdma(MprdmaSpec { paths, .. })
         | TransportSpec::Stellar(StellarSpec { paths, .. })
         | TransportSpec::Udmp(UdmpSpec { paths, .. }) => (QP_BYTES + PATH_BYTES * *paths as u64, "paths"),
@@ -347,6 +400,7 @@ pub fn endpoint_pair(
 ) -> (AnyEndpoint, AnyEndpoint) {
     // Like Linux's RoCEv2 driver: a random UDP source port in 0xC000..=0xFFFF per QP.
     let sport = 0xC000 | (rng.below(0x4000) as u16);
+    let sport = ctx.sport.unwrap_or(sport);
     let rsport = 0xC000 | (rng.below(0x4000) as u16);
     let sender_rng = Rng::new(rng.next_u64());
     let receiver_rng = Rng::new(rng.next_u64());
@@ -359,7 +413,9 @@ pub fn endpoint_pair(
         reverse_probe: None,
     };
     match spec {
-        TransportSpec::Roce(cfg) | TransportSpec::QpScaling { roce: cfg, .. } => (
+        TransportSpec::Roce(cfg)
+        | TransportSpec::QpScaling { roce: cfg, .. }
+        | TransportSpec::Maestro(MaestroSpec { roce: cfg, .. }) => (
             AnyEndpoint::RoceRequester(RoceRequester::new(req, *cfg, sport)),
             AnyEndpoint::RoceResponder(RoceResponder::new(resp, *cfg, rsport)),
         ),

@@ -45,7 +45,7 @@ pub mod traces;
 
 pub use collectives::{Algorithm, CollectiveKind, CollectiveOp};
 pub use estimate::{plan_size, PlanSize};
-pub use generators::{build, build_with, HostSet, WorkloadKind, WorkloadSpec};
+pub use generators::{build, build_with, HostSet, Pin, RateFlow, WorkloadKind, WorkloadSpec};
 pub use jobs::{Group, Job, JobComm, OnOff, Pace, Placement};
 pub use timepoint::TimePoint;
 
