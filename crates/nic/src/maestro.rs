@@ -359,7 +359,7 @@ impl Nic {
                 }
                 m.chunks[id as usize].acked = true;
                 let p = &mut m.paths[qp];
-                p.outstanding -= chunk.len;
+                p.outstanding = p.outstanding.saturating_sub(chunk.len);
                 let start = chunk.posted.max(p.last_done);
                 p.last_done = now;
                 if !chunk.windowed {

@@ -48,6 +48,11 @@ pub(crate) fn build(sc: &Scenario, fabric: &Fabric) -> Result<Plan, ScenarioErro
                 messages += n * per;
                 check_memory(messages, &format!("workload[{w}].duration"), n * per)?;
             }
+            WorkloadKind::ConstantRate(flow) => {
+                let n = flow.messages();
+                messages += n;
+                check_memory(messages, &format!("workload[{w}].duration"), n)?;
+            }
             _ => {}
         }
     }
