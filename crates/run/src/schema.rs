@@ -367,8 +367,8 @@ const W_CONSTANT_RATE: &[Param] = &[
     p("duration", Ty::Duration, "", "How long it sends, from the workload's start."),
     p("message", Ty::Size, "4KB", "Bytes per message: one packet's worth by default, so the flow is paced packet by packet rather than in bursts."),
     p("on_off", Ty::Table, "none", "Bursts: { period, duty = 0.5 }: only messages in the first duty x period of each period are sent (STELLAR Fig. 10's on/off background)."),
-    p("sport", Ty::Int, "none", "Pins the flow to one path: its QP's UDP source port (0 to 65535), the entropy ECMP hashes (RoCE-family transports)."),
-    p("via", Ty::Str, "none", "Pins the flow to a path through this switch, e.g. \"spine[2]\": the run works out, with the switches' ECMP hash, a source port whose path crosses it. Not with sport."),
+    p("sport", Ty::Int, "none", "Pins the flow to one path: its QP's UDP source port (0 to 65535), the entropy ECMP hashes, or under SRv6 (routing = \"srv6\") its entropy value, which selects the uSID path (RoCE-family transports)."),
+    p("via", Ty::Str, "none", "Pins the flow to a path through this switch, e.g. \"spine[2]\": the run works out a source port (entropy value) whose path crosses it, with the switches' ECMP hash or, under SRv6, the uSID path the value selects. Not with sport."),
 ];
 const W_CHAKRA: &[Param] = &[
     p("trace", Ty::Str, "", "The trace's file name prefix, relative to the scenario's folder: rank r is <trace>.<r>.et (Chakra execution trace: length-prefixed protobuf Node records)."),
