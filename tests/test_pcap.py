@@ -137,3 +137,32 @@ def test_the_default_capture_decodes_without_malformed_frames(tmp_path, kind):
     assert len(frames) > 20
     assert malformed.strip() == "", malformed[:500]
     assert all(r[0] == r[1] for r in frames), "whole frames"
+
+
+@needs_tshark
+def test_maestro_chunks_are_ordinary_roce_writes_on_k_source_ports(tmp_path):
+    # 200 KB in 50 KB chunks over 4 QPs: each chunk an ordinary RoCEv2 WRITE (FIRST
+    # with a RETH at its offset of the message's buffer, 11 MIDDLE, LAST; no
+    # fabricsim extension header), each on its own QP's UDP source port, and the
+    # ports those of paths.parquet; each QP's 2-byte probe a WRITE_ONLY.
+    out, s = run_captured(tmp_path, "host[0]", kind="maestro", topo="leaf_spine",
+                          topo_keys="leaves = 2\nspines = 4\nhosts_per_leaf = 1", fabric="",
+                          transport_keys='paths = 4\nchunk = "50000B"', dst=1, size="200000B")
+    rows = tshark(out / "capture.pcap", "infiniband.bth.opcode", "udp.srcport", "udp.dstport",
+                  "infiniband.reth.dmalen", "infiniband.reth.va", "infiniband.bth.destqp")
+    data = [r for r in rows if r[2] == "4791" and r[0] in ("6", "7", "8", "10")]
+    ports = pd.read_parquet(out / "paths.parquet")
+    assert sorted(ports["ev"]) == sorted({int(r[1]) for r in data}), "one source port per QP, as paths.parquet says"
+    assert len(ports) == 4 and ports["ev"].nunique() == 4
+    firsts = sorted((int(r[4], 16), int(r[3]), r[1]) for r in data if r[0] == "6")
+    base = firsts[0][0]
+    assert [(va - base, n) for va, n, _ in firsts] == [(o, 50000) for o in range(0, 200000, 50000)]
+    assert len({p for _, _, p in firsts}) == 4, "the four chunks on four QPs"
+    for port in ports["ev"]:
+        ops = [r[0] for r in data if int(r[1]) == port]
+        # Its probe, then its chunk: 50000 bytes are 13 packets of 4096 or less.
+        assert ops == ["10", "6"] + ["7"] * 11 + ["8"], (port, ops)
+        assert len({r[5] for r in data if int(r[1]) == port}) == 1, "one destination QP per source port"
+    probes = [r for r in data if r[0] == "10"]
+    assert [int(r[3]) for r in probes] == [2] * 4
+    assert s["data_packets_sent"] == len(data) == 4 * 14

@@ -1232,6 +1232,36 @@ impl Fabric {
 }
 
 impl Fabric {
+    /// The switch egress ports a packet from `src` to `dst` with UDP source port `sport`
+    /// (and no flow label) crosses when it leaves NIC port `nic`, as the tables stand
+    /// now (the last, toward `dst`, included): with ECMP computed with the switches'
+    /// own hash and seeds, under SRv6 along the uSID path its entropy value selects.
+    /// `None` if `dst` is unreachable. What an operator who knows the vendor's hash
+    /// works out for a 5-tuple (Maestro's path selection); it sends nothing.
+    pub fn ecmp_trace(&self, src: u32, dst: u32, nic: u8, sport: u16) -> Option<Vec<PortId>> {
+        let mut net = fabricsim_wire::NetHdr { src, dst, sport, src_port: nic, ..Default::default() };
+        if self.cfg.routing == Routing::Srv6 {
+            net.set_srv6(self.srv6_address(src, dst, nic, net.entropy())?);
+        }
+        let mut cur = self.leaf_of(src, nic);
+        let plane = self.nodes[cur as usize].plane;
+        let mut out = Vec::new();
+        for _ in 0..16 {
+            let egress = if net.srv6_words != [0, 0] {
+                srv6_forward(self.nodes[cur as usize].usid, &self.srv6[cur as usize], &mut net)?
+            } else {
+                self.routes.egress(cur, plane, &net)?
+            };
+            out.push(egress);
+            let peer = &self.ports[self.ports[egress as usize].peer as usize];
+            if self.nodes[peer.node as usize].kind != crate::NodeKind::Switch {
+                return (peer.node == self.ports[self.nic_port(dst, nic) as usize].node).then_some(out);
+            }
+            cur = peer.node;
+        }
+        None
+    }
+
     /// The egress ports a packet from `src` to `dst` leaving NIC port `nic` crosses
     /// on the first equal-cost path, as `(rate, delay)`, the NIC port first. `None` if
     /// `dst` is unreachable.

@@ -148,6 +148,7 @@ impl Nic {
     /// Collects an endpoint's application events (as message-level outputs) and
     /// re-arms its timer.
     pub(crate) fn after_input<W: Wire>(&mut self, now: Time, ep: u32, wire: &mut W) {
+        let mut dispatch = false;
         while let Some(e) = self.eps[ep as usize].poll_event() {
             let conn = self.meta[ep as usize].conn as usize;
             if self.conns[conn].report == crate::Report::Endpoints {
@@ -155,6 +156,10 @@ impl Nic {
                 continue;
             }
             let qp = ((ep - self.conns[conn].first_ep) / 2) as usize;
+            if self.conns[conn].maestro.is_some() {
+                dispatch |= self.maestro_event(now, conn, qp, e);
+                continue;
+            }
             match e {
                 AppEvent::Received { seq } => {
                     let m = part_of(&self.conns[conn], qp, seq);
@@ -174,6 +179,11 @@ impl Nic {
             }
         }
         self.arm(now, ep, wire);
+        if dispatch {
+            // Chunks waiting for a slot or a healthy QP (after this endpoint's timer is
+            // armed: dispatching drives other endpoints of the connection).
+            self.dispatch(now, self.meta[ep as usize].conn, wire);
+        }
     }
 
     fn arm<W: Wire>(&mut self, now: Time, ep: u32, wire: &mut W) {

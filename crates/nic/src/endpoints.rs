@@ -78,6 +78,7 @@ impl Nic {
             report: Report::Messages,
             msgs: vec![Vec::new(); qps as usize],
             reuse_buffer: false,
+            maestro: None,
         });
         conn
     }
@@ -166,13 +167,34 @@ impl Nic {
         }
     }
 
-    /// Per-path counters of every sender: `(connection, qp, counters)`.
-    pub fn path_stats(&self) -> Vec<(u32, u32, PathStats)> {
+    /// Per-path counters of every sender: `(connection, qp, counters, Maestro's
+    /// monitor)`. A Maestro connection has a row per QP (its path): the entropy value
+    /// is the QP's UDP source port, the ECN marks the CNPs it received, the losses its
+    /// timeouts.
+    pub fn path_stats(&self) -> Vec<(u32, u32, PathStats, Option<crate::maestro::QpPath>)> {
         let mut out = Vec::new();
         for (c, conn) in self.conns.iter().enumerate() {
             for q in 0..conn.qps {
-                for s in self.eps[(conn.first_ep + 2 * q) as usize].path_stats() {
-                    out.push((c as u32, q, s));
+                let ep = &self.eps[(conn.first_ep + 2 * q) as usize];
+                if let Some(m) = &conn.maestro {
+                    let s = ep.stats();
+                    let ev = match ep {
+                        AnyEndpoint::RoceRequester(r) => r.sport() as u32,
+                        _ => 0,
+                    };
+                    let row = PathStats {
+                        ev,
+                        packets: s.data_sent,
+                        ecn_marks: s.cnps,
+                        trims: 0,
+                        losses: s.timeouts,
+                        retransmissions: s.retransmitted,
+                    };
+                    out.push((c as u32, q, row, Some(m.paths[q as usize])));
+                    continue;
+                }
+                for s in ep.path_stats() {
+                    out.push((c as u32, q, s, None));
                 }
             }
         }

@@ -17,6 +17,9 @@
 //!   report once every part has arrived or been acknowledged.
 //! * [`security`]: StaR's security table on the client NIC: requests toward a
 //!   stateless server leave only within the memory it registered.
+//! * [`maestro`]: Maestro's policy over a connection's QPs: messages cut into chunks,
+//!   a load balancer giving them to QPs, a path monitor per QP, failover of a failed
+//!   QP's chunks.
 //! * [`rnic`]: the RNIC resource model (pipelines, QP context cache, MTT and ATC,
 //!   PCIe): with a modelled NIC a packet waits in its NIC before it reaches the wire or
 //!   its endpoint (`model = "ideal"`: never).
@@ -37,11 +40,13 @@ pub mod wire;
 
 mod driver;
 mod endpoints;
+pub mod maestro;
 pub mod multiqp;
 pub mod rnic;
 pub mod security;
 
 pub use endpoints::EndpointPlace;
+pub use maestro::{Balancer, MaestroConfig};
 pub use multiqp::Split;
 pub use wire::{NicEvent, Wire};
 

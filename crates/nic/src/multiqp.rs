@@ -39,10 +39,13 @@ pub(crate) struct ConnState {
     pub(crate) split: Split,
     /// What its endpoints' events become.
     pub(crate) report: crate::Report,
-    /// Per QP, the message ids it carries parts of, by its own sequence numbers.
+    /// Per QP, the message ids it carries parts of, by its own sequence numbers (for
+    /// a Maestro connection: ids of its chunk records).
     pub(crate) msgs: Vec<Vec<u32>>,
     /// Every message uses the connection's one buffer (else a buffer of its own).
     pub(crate) reuse_buffer: bool,
+    /// Maestro's chunking, balancing and path monitor (`None`: the split alone).
+    pub(crate) maestro: Option<Box<crate::maestro::Maestro>>,
 }
 
 /// A message's parts still to be received and acknowledged.
@@ -60,9 +63,10 @@ pub(crate) fn part_of(conn: &ConnState, qp: usize, seq: u32) -> u32 {
 
 /// The virtual address of byte `offset` of message `msg` on connection `conn`: in a
 /// region of the message's own, so that parts and messages never overlap, or, for a
-/// connection that reuses its buffer, of the connection's (the same at every message).
-fn address(c: &ConnState, conn: u32, msg: u32, offset: u64) -> u64 {
-    if c.reuse_buffer {
+/// connection that reuses its buffer (`reuse_buffer`), of the connection's (the same at
+/// every message).
+pub(crate) fn address(reuse_buffer: bool, conn: u32, msg: u32, offset: u64) -> u64 {
+    if reuse_buffer {
         (1u64 << 63) + ((conn as u64) << 32) + offset
     } else {
         0x7f00_0000_0000u64 + ((msg as u64) << 32) + offset
@@ -78,7 +82,9 @@ impl Nic {
     /// Records that message `msg` of `size` bytes goes on connection `conn`: cuts it
     /// into parts and numbers each in its QP's sequence. A copy of the world that only
     /// receives the message (a partition) calls this alone; [`post`](Self::post) calls
-    /// it too. Returns `(qp, bytes, sequence)` per part.
+    /// it too. Returns `(qp, bytes, sequence)` per part. Not for a Maestro connection,
+    /// whose chunks get their QPs as the sender's state decides (a run refuses
+    /// partitions for it).
     pub fn book(&mut self, conn: u32, msg: u32, size: u64) -> Vec<(u32, u64, u32)> {
         let c = &mut self.conns[conn as usize];
         let parts: Vec<(u32, u64, u32)> = c
@@ -100,7 +106,8 @@ impl Nic {
             for ep in [first + 2 * i, first + 2 * i + 1] {
                 if self.meta[ep as usize].stateless {
                     let c = &self.conns[conn as usize];
-                    let (lo, hi) = (address(c, conn, msg, offset), address(c, conn, msg, offset + len));
+                    let reuse = c.reuse_buffer;
+                    let (lo, hi) = (address(reuse, conn, msg, offset), address(reuse, conn, msg, offset + len));
                     self.register(ep, lo, hi);
                 }
             }
@@ -112,11 +119,14 @@ impl Nic {
     /// Posts message `msg` of `size` bytes on connection `conn` at `now`: each part as
     /// an RDMA WRITE at its offset of the message's buffer, on its QP.
     pub fn post<W: Wire>(&mut self, now: Time, conn: u32, msg: u32, size: u64, wire: &mut W) {
+        if self.conns[conn as usize].maestro.is_some() {
+            return self.post_chunked(now, conn, msg, size, wire);
+        }
         let first = self.conns[conn as usize].first_ep;
         let mut offset = 0;
         for (i, len, seq) in self.book(conn, msg, size) {
             let ep = first + 2 * i;
-            let va = address(&self.conns[conn as usize], conn, msg, offset);
+            let va = address(self.conns[conn as usize].reuse_buffer, conn, msg, offset);
             offset += len;
             self.eps[ep as usize].post(now, Message { seq, len, va, rkey: msg });
             self.after_input(now, ep, wire);
@@ -148,8 +158,10 @@ impl Nic {
                 pending.clear();
                 self.eps[(conn.first_ep + 2 * q) as usize].unacked_retransmissions(&mut pending);
                 for &(seq, n) in &pending {
-                    if let Some(&m) = conn.msgs[q as usize].get(seq as usize) {
-                        out.push((m, n));
+                    let Some(&m) = conn.msgs[q as usize].get(seq as usize) else { continue };
+                    match &conn.maestro {
+                        None => out.push((m, n)),
+                        Some(c) => out.extend(c.message_of(m).map(|m| (m, n))),
                     }
                 }
             }

@@ -178,6 +178,7 @@ pub(crate) fn size_key(w: usize, kind: &fabricsim_workload::WorkloadKind) -> Str
         K::Job(job) => format!("{}.iterations", job.key),
         K::Chakra { trace, .. } => trace.key.clone(),
         K::Dag { source, .. } => source.0.clone(),
+        K::ConstantRate(_) => own("duration"),
     }
 }
 

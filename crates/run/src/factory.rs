@@ -64,6 +64,8 @@ transport_kinds! {
     Mrc => "mrc",
     /// StaR.
     Star => "star",
+    /// Maestro: chunks over K RoCE QPs.
+    Maestro => "maestro",
 }
 
 impl TransportKind {
@@ -77,7 +79,7 @@ impl TransportKind {
     /// message a RETH (RoCE's WRITE).
     pub const fn every_packet_addressed(self) -> bool {
         match self {
-            TransportKind::Roce | TransportKind::QpScaling | TransportKind::Star => false,
+            TransportKind::Roce | TransportKind::QpScaling | TransportKind::Star | TransportKind::Maestro => false,
             TransportKind::Mprdma | TransportKind::Stellar | TransportKind::Udmp | TransportKind::Mrc => true,
         }
     }
@@ -92,7 +94,8 @@ impl TransportKind {
             | TransportKind::Mprdma
             | TransportKind::Stellar
             | TransportKind::Udmp
-            | TransportKind::Star => false,
+            | TransportKind::Star
+            | TransportKind::Maestro => false,
         }
     }
 }
@@ -119,6 +122,48 @@ pub enum TransportSpec {
     Mrc(MrcSpec),
     /// StaR.
     Star(StarSpec),
+    /// Maestro.
+    Maestro(MaestroSpec),
+}
+
+/// How a Maestro connection's QPs get their UDP source ports (`path_selection`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathSelection {
+    /// Worked out from the switches' ECMP hash: the ports whose paths share fewest
+    /// links, from a pool of candidates.
+    Hash,
+    /// Discovered by probing, in rounds of 2K candidate QPs (the paper's procedure).
+    Probe,
+    /// At random, as RoCE draws them (the naive baseline).
+    Random,
+}
+
+impl PathSelection {
+    /// Every choice's scenario name.
+    pub const NAMES: &'static [&'static str] = &["hash", "probe", "random"];
+
+    /// The choice named `name`, if any.
+    pub fn from_name(name: &str) -> Option<PathSelection> {
+        match name {
+            "hash" => Some(PathSelection::Hash),
+            "probe" => Some(PathSelection::Probe),
+            "random" => Some(PathSelection::Random),
+            _ => None,
+        }
+    }
+}
+
+/// Maestro settings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MaestroSpec {
+    /// QPs (paths) per connection, K.
+    pub paths: u32,
+    /// How their source ports are chosen.
+    pub path_selection: PathSelection,
+    /// Chunking, balancing and monitoring.
+    pub policy: fabricsim_nic::MaestroConfig,
+    /// Each QP's RoCE settings.
+    pub roce: RoceConfig,
 }
 
 /// StaR settings (`None` = auto).
@@ -291,6 +336,7 @@ impl TransportSpec {
             TransportSpec::Udmp(_) => TransportKind::Udmp,
             TransportSpec::Mrc(_) => TransportKind::Mrc,
             TransportSpec::Star(_) => TransportKind::Star,
+            TransportSpec::Maestro(_) => TransportKind::Maestro,
         }
     }
 
@@ -308,6 +354,7 @@ impl TransportSpec {
     pub fn qps(&self) -> u32 {
         match self {
             TransportSpec::QpScaling { qps, .. } => *qps,
+            TransportSpec::Maestro(s) => s.paths,
             TransportSpec::Roce(_)
             | TransportSpec::Mprdma(_)
             | TransportSpec::Stellar(_)
@@ -332,7 +379,8 @@ impl TransportSpec {
             | TransportSpec::Mprdma(_)
             | TransportSpec::Stellar(_)
             | TransportSpec::Udmp(_)
-            | TransportSpec::Star(_) => None,
+            | TransportSpec::Star(_)
+            | TransportSpec::Maestro(_) => None,
         }
     }
 
@@ -346,7 +394,8 @@ impl TransportSpec {
             | TransportSpec::QpScaling { .. }
             | TransportSpec::Mprdma(_)
             | TransportSpec::Udmp(_)
-            | TransportSpec::Star(_) => None,
+            | TransportSpec::Star(_)
+            | TransportSpec::Maestro(_) => None,
         }
     }
 }
@@ -361,6 +410,9 @@ pub struct PathContext {
     /// StaR: which end is the server and whether auto mode made it stateful (unused by
     /// other kinds).
     pub star: StarChoice,
+    /// The UDP source port the run chose for this QP (Maestro's path selection);
+    /// `None`: a random one, as RoCE drivers draw it.
+    pub sport: Option<u16>,
 }
 
 /// Heap bytes of one connection's endpoints as built, measured with the Python
@@ -376,6 +428,7 @@ pub fn state_bytes(spec: &TransportSpec, planes: u32) -> (u64, &'static str) {
     match spec {
         TransportSpec::Roce(_) | TransportSpec::Star(_) => (QP_BYTES, "kind"),
         TransportSpec::QpScaling { qps, .. } => (QP_BYTES * *qps as u64, "qps"),
+        TransportSpec::Maestro(s) => (QP_BYTES * s.paths as u64, "paths"),
         TransportSpec::Mprdma(MprdmaSpec { paths, .. })
         | TransportSpec::Stellar(StellarSpec { paths, .. })
         | TransportSpec::Udmp(UdmpSpec { paths, .. }) => (QP_BYTES + PATH_BYTES * *paths as u64, "paths"),
@@ -399,6 +452,7 @@ pub fn endpoint_pair(
 ) -> (AnyEndpoint, AnyEndpoint) {
     // Like Linux's RoCEv2 driver: a random UDP source port in 0xC000..=0xFFFF per QP.
     let sport = 0xC000 | (rng.below(0x4000) as u16);
+    let sport = ctx.sport.unwrap_or(sport);
     let rsport = 0xC000 | (rng.below(0x4000) as u16);
     let sender_rng = Rng::new(rng.next_u64());
     let receiver_rng = Rng::new(rng.next_u64());
@@ -411,7 +465,9 @@ pub fn endpoint_pair(
         reverse_probe: None,
     };
     match spec {
-        TransportSpec::Roce(cfg) | TransportSpec::QpScaling { roce: cfg, .. } => (
+        TransportSpec::Roce(cfg)
+        | TransportSpec::QpScaling { roce: cfg, .. }
+        | TransportSpec::Maestro(MaestroSpec { roce: cfg, .. }) => (
             AnyEndpoint::RoceRequester(RoceRequester::new(req, *cfg, sport)),
             AnyEndpoint::RoceResponder(RoceResponder::new(resp, *cfg, rsport)),
         ),

@@ -456,6 +456,26 @@ pub fn path_table(sim: &Sim) -> Table {
         .push("trims", Column::U64(rows.iter().map(|r| r.2.trims).collect()))
         .push("losses", Column::U64(rows.iter().map(|r| r.2.losses).collect()))
         .push("retransmissions", Column::U64(rows.iter().map(|r| r.2.retransmissions).collect()));
+    // Maestro's path monitor (zero, or NaN, for other transports' paths).
+    let m = |f: fn(&fabricsim_nic::maestro::QpPath) -> u64| {
+        Column::U64(rows.iter().map(|r| r.3.as_ref().map_or(0, f)).collect())
+    };
+    t.push("chunks", m(|p| p.chunks))
+        .push("bytes", m(|p| p.bytes))
+        .push("latency_samples", m(|p| p.latency_samples))
+        .push(
+            "latency_ns",
+            Column::F64(
+                rows.iter()
+                    .map(|r| match r.3 {
+                        Some(p) if p.latency_samples > 0 => p.latency_sum_ps as f64 / p.latency_samples as f64 / 1e3,
+                        _ => f64::NAN,
+                    })
+                    .collect(),
+            ),
+        )
+        .push("failed", m(|p| u64::from(p.failed)))
+        .push("reposted", m(|p| p.reposted));
     t
 }
 

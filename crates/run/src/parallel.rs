@@ -57,6 +57,13 @@ pub(crate) fn check(sim: &Sim) -> Result<(), ScenarioError> {
             format!("{n} partitions need links with a delay (topology.link_delay is 0): partitions synchronise every link delay"),
         ));
     }
+    let own = sim.scenario.workload_transports.iter().flatten();
+    if std::iter::once(&sim.scenario.transport).chain(own).any(|t| t.kind() == crate::factory::TransportKind::Maestro) {
+        return Err(ScenarioError::new(
+            "partitions",
+            format!("{n} partitions cannot run kind = \"maestro\": which QP carries a chunk is decided by the sender's path monitor as the run goes, so the receiving partition cannot know it. Use partitions = 1"),
+        ));
+    }
     let owner = partition::assign(&sim.fabric, n);
     let msgs = &sim.plan.messages;
     for (d, m) in msgs.iter().enumerate() {

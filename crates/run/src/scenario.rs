@@ -16,8 +16,8 @@ use fabricsim_workload::startup::{Device, Pinning, Startup};
 use fabricsim_workload::traces::chakra;
 use fabricsim_workload::traces::htsim::{self, Failure};
 use fabricsim_workload::{
-    Algorithm, ClosedLoop, CollectiveKind, CollectiveOp, Group, HostSet, Job, JobComm, OnOff, Operation, Placement,
-    WorkloadKind, WorkloadSpec,
+    Algorithm, ClosedLoop, CollectiveKind, CollectiveOp, Group, HostSet, Job, JobComm, OnOff, Operation, Pin,
+    Placement, RateFlow, WorkloadKind, WorkloadSpec,
 };
 use std::path::Path;
 use toml::Value;
@@ -63,7 +63,8 @@ pub struct Scenario {
 }
 
 pub use crate::factory::{
-    MprdmaSpec, MrcSpec, StarServerEnd, StarSpec, StellarSpec, TransportKind, TransportSpec, UdmpSpec,
+    MaestroSpec, MprdmaSpec, MrcSpec, PathSelection, StarServerEnd, StarSpec, StellarSpec, TransportKind,
+    TransportSpec, UdmpSpec,
 };
 
 /// What a fault does.
@@ -555,6 +556,31 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
         TransportKind::QpScaling => {
             let qps = r.int("qps", 1, 256)? as u32;
             TransportSpec::QpScaling { qps, roce: parse_roce(&mut r, line)? }
+        }
+        TransportKind::Maestro => {
+            let paths = r.int("paths", 1, 256)? as u32;
+            let selection = r.choose("path_selection")?;
+            let chunk = r.size_d("chunk")?;
+            if chunk == 0 || chunk > crate::checks::MAX_MESSAGE {
+                return Err(r.error(
+                    "chunk",
+                    format!("must be 1 byte to 2 GiB (an RDMA message's cap, 2147483648 bytes), got {chunk}"),
+                ));
+            }
+            let balancer = r.choose("balancer")?;
+            let policy = fabricsim_nic::MaestroConfig {
+                chunk,
+                balancer: fabricsim_nic::Balancer::from_name(&balancer).expect("choice() only returns allowed names"),
+                small: r.size_d("small")?,
+                max_wrs: r.int("max_wrs", 1, 4096)? as u32,
+                probe_interval: positive_duration(&mut r, "probe_interval")?,
+            };
+            TransportSpec::Maestro(MaestroSpec {
+                paths,
+                path_selection: PathSelection::from_name(&selection).expect("choice() only returns allowed names"),
+                policy,
+                roce: parse_roce(&mut r, line)?,
+            })
         }
         TransportKind::Mprdma => {
             let delta = r.int("delta", 1, 1 << 20)? as u32;
@@ -1062,6 +1088,50 @@ fn parse_workload(
             let ops = r.int("ops", 1, 1 << 24)? as u32;
             let connections = r.int("connections", 1, 1 << 16)? as u32;
             WorkloadKind::ClosedLoop(ClosedLoop { clients, server, op, outstanding, ops, connections })
+        }
+        "constant_rate" => {
+            let host = |r: &mut Reader<'_>, key: &'static str| -> Result<u32, ScenarioError> {
+                Ok(r.opt_int(key, 0, u32::MAX as i64)?.ok_or_else(|| r.error(key, "is required (a host index)"))?
+                    as u32)
+            };
+            let (src, dst) = (host(&mut r, "src")?, host(&mut r, "dst")?);
+            let rate = match r.rate("rate")? {
+                Some(rate) if rate.bps() > 0 => rate,
+                Some(_) => return Err(r.error("rate", "must be above 0")),
+                None => return Err(r.error("rate", "is required (e.g. \"10Gbps\")")),
+            };
+            let duration = r
+                .duration("duration")?
+                .filter(|d| *d > Dur::ZERO)
+                .ok_or_else(|| r.error("duration", "is required and above 0 (e.g. \"1ms\")"))?;
+            let message = r.size_d("message")?;
+            if message == 0 || message > crate::checks::MAX_MESSAGE {
+                return Err(r.error("message", format!("must be 1 byte to 2 GiB, got {message}")));
+            }
+            let on_off = match r.raw("on_off") {
+                None => None,
+                Some(v) => {
+                    let mut o = Reader::new(r.path("on_off"), v)?;
+                    let period = o
+                        .duration("period")?
+                        .filter(|d| *d > Dur::ZERO)
+                        .ok_or_else(|| o.error("period", "is required and above 0"))?;
+                    let duty = o.float_or("duty", 0.5, 0.0, 1.0)?;
+                    o.finish(&[&key_doc("period"), &key_doc("duty")])?;
+                    Some((period, duty))
+                }
+            };
+            let sport = r.opt_int("sport", 0, u16::MAX as i64)?.map(|p| Pin::Sport(p as u16));
+            let via = match r.raw("via") {
+                None => None,
+                Some(Value::String(name)) if name == "none" => None,
+                Some(Value::String(name)) => Some(Pin::Via(name.trim().to_string())),
+                Some(_) => return Err(r.error("via", "expected a switch name such as \"spine[2]\"")),
+            };
+            if sport.is_some() && via.is_some() {
+                return Err(r.error("via", "pins the path as sport does: give one of them"));
+            }
+            WorkloadKind::ConstantRate(RateFlow { src, dst, rate, duration, message, on_off, pin: sport.or(via) })
         }
         "incast" => {
             let size = r.required_size("size")?;

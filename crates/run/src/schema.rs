@@ -99,6 +99,7 @@ pub const WORKLOAD_KINDS: &[&str] = &[
     "message_rate",
     "rpc",
     "poisson",
+    "constant_rate",
 ];
 
 /// Top-level keys.
@@ -291,6 +292,27 @@ pub const DCQCN: &[Param] = &[
     ),
 ];
 
+const MAESTRO: &[Param] = &[
+    p("paths", Ty::Int, "4", "QPs per connection, K (1 to 256): Maestro's virtual paths, each a RoCE RC QP with its own UDP source port, go-back-N and DCQCN. Paper: 4 paths fill its 40 Gb/s access link over 10 Gb/s core links (section 6.1, Fig. 8), 8 logical paths over 4 physical ones in Fig. 12."),
+    c("path_selection", "hash", PATH_SELECTIONS, "How the QPs get their source ports (paper section 4.1, Disjoint Path Selection): hash = work out each of 64 candidate ports' path with the switches' ECMP hash and seeds (known to the operator) and keep the K sharing fewest links; probe = the paper's procedure, rounds of 2K candidate QPs each probed once and read with the known hash, until K share no link (at most 8 rounds); random = ports drawn at random, as the RoCE driver does (the naive baseline, QP-Scaling's)."),
+    p("chunk", Ty::Size, "50KB", "Chunk size: a message is cut into chunks of this many bytes, each an RDMA WRITE at its offset of the receiver's buffer (paper section 4.2; 50 KB is its chosen default, section 6.1 Fig. 9, which tries 12.5 KB to 400 KB). 1 byte to 2 GiB (the message cap)."),
+    c("balancer", "proportional", BALANCERS, "Which QP a chunk goes to (paper section 4.4): round_robin = in turn over the healthy QPs; proportional = the QP that would finish it soonest at the bandwidth the path monitor measured on it, so each path's load follows its free bandwidth (section 6.2, Fig. 12c); lowest_latency = every chunk to the QP of lowest measured latency."),
+    p("small", Ty::Size, "4KB", "Messages of at most this many bytes go whole, at once, on the healthy QP of lowest measured latency (paper section 4.4: mice such as control messages take the minimum-latency path; Fig. 12f's 2-byte barrier token). 0: none. The threshold is fabricsim's; the paper gives none."),
+    p("max_wrs", Ty::Int, "8", "Chunks outstanding per connection (1 to 4096); the others wait and get their QP from the balancer when a slot frees (paper section 6.3: at most 8 alive WRs, enough for pipelining)."),
+    p("probe_interval", Ty::Duration, "100us", "A QP whose newest latency sample is older than this gets a 2-byte probe WRITE when a message is posted (paper section 4.4: periodic end-to-end probes, qperf in its prototype; the interval is fabricsim's). Probing runs while the connection is in use."),
+    c("cc", "dcqcn", &["dcqcn", "none"], "Per-QP congestion control, as for roce (the paper relies on the NIC's DCQCN)."),
+    p("dcqcn", Ty::Table, "preset hpcc", "Per-QP DCQCN parameters, as for roce."),
+    p("ack_interval", Ty::Int, "1", "As for roce."),
+    p("rto", Ty::Duration, "67.108864ms", "As for roce. A path failure is found when a QP exceeds retry_limit timeouts in a row (a CQE error), so failover takes about (retry_limit + 1) x rto: scenarios with failures set a shorter one."),
+    p("retry_limit", Ty::Int, "7", "As for roce: the QP then fails, is taken out of use, and its unacknowledged chunks are posted again on healthy QPs."),
+    p("nak_interval", Ty::Duration, "500us", "As for roce."),
+];
+
+/// Maestro's path selections (`path_selection`).
+pub const PATH_SELECTIONS: &[&str] = crate::factory::PathSelection::NAMES;
+/// Maestro's load balancers (`balancer`).
+pub const BALANCERS: &[&str] = fabricsim_nic::Balancer::NAMES;
+
 /// The DCQCN presets (`dcqcn.preset`).
 pub const DCQCN_PRESETS: &[&str] = &["hpcc", "hpcc_paper", "firmware", "paper"];
 
@@ -427,6 +449,16 @@ const W_POISSON: &[Param] = &[
     p("duration", Ty::Duration, "", "Flows start during this long after the workload's start."),
     p("hosts", Ty::Hosts, "all", "Senders and receivers: each flow goes to a uniformly random other one."),
     p("groups", Ty::List, "none", "Lists of hosts that send only within their list (instead of hosts), e.g. [[0, 1, 2, 3], [4, 5, 6, 7]]."),
+];
+const W_CONSTANT_RATE: &[Param] = &[
+    p("src", Ty::Int, "", "The sending host."),
+    p("dst", Ty::Int, "", "The receiving host."),
+    p("rate", Ty::Rate, "", "The rate it sends at: a message every message x 8 / rate seconds, posted whether or not the ones before have arrived (Maestro Fig. 12c: 10, 20 and 30 Gb/s on three of four paths). Give the workload a transport that does not back off, e.g. transport = { kind = \"roce\", cc = \"none\" }, for a rate that holds under congestion."),
+    p("duration", Ty::Duration, "", "How long it sends, from the workload's start."),
+    p("message", Ty::Size, "4KB", "Bytes per message: one packet's worth by default, so the flow is paced packet by packet rather than in bursts."),
+    p("on_off", Ty::Table, "none", "Bursts: { period, duty = 0.5 }: only messages in the first duty x period of each period are sent (STELLAR Fig. 10's on/off background)."),
+    p("sport", Ty::Int, "none", "Pins the flow to one path: its QP's UDP source port (0 to 65535), the entropy ECMP hashes, or under SRv6 (routing = \"srv6\") its entropy value, which selects the uSID path (RoCE-family transports)."),
+    p("via", Ty::Str, "none", "Pins the flow to a path through this switch, e.g. \"spine[2]\": the run works out a source port (entropy value) whose path crosses it, with the switches' ECMP hash or, under SRv6, the uSID path the value selects. Not with sport."),
 ];
 const W_CHAKRA: &[Param] = &[
     p("trace", Ty::Str, "", "The trace's file name prefix, relative to the scenario's folder: rank r is <trace>.<r>.et (Chakra execution trace: length-prefixed protobuf Node records)."),
@@ -577,6 +609,7 @@ pub const CATALOG: &[Section] = &[
     Section { section: "transport", kind: Some(TransportKind::Udmp.name()), doc: "UDMP: delay-gradient rate control (Algorithm 1) and delay-driven ACK-clocked load balancing (Algorithm 2) joined by a token pool, per-packet ACKs with timestamps, receiver bitmap with NACK, OOO-aware path selection, exploration.", params: UDMP },
     Section { section: "transport", kind: Some(TransportKind::Star.name()), doc: "StaR (APNet '20): the server's NIC keeps no per-connection state. The client keeps it all and carries what the server needs in every packet (WQEP, CQEP, EA, RDP, RA, GD, SDP; see the README for their header); a DCTCP window at the client; WQE loss recovered by the server's driver; a security table on the client's NIC lets only requests within memory the server registered leave. On a modelled NIC ([nic]) the server's packets need no context and no translation.", params: STAR },
     Section { section: "transport", kind: Some(TransportKind::Mrc.name()), doc: "MRC: per-packet rotation over EV sets split across planes, SACK, trimming with NACK fast retransmit, ECN-driven EV avoidance, EV retirement on untrimmed loss with backups and probing, port-state remapping, reverse EV set. Use it on a lossy fabric (pfc = false) with trimming, and with ECN off on the last hop as the paper deploys it (ecn = { last_hop = false }: marks at a receiver's own port would make the sender avoid healthy EVs).", params: MRC },
+    Section { section: "transport", kind: Some(TransportKind::Maestro.name()), doc: "Maestro (SOSR '21): software multipath over unmodified RoCE, K RoCE RC QPs per connection on source ports chosen to take disjoint paths, messages cut into chunks written at their offsets, a load balancer and a path monitor per QP, failover of a failed QP's chunks.", params: MAESTRO },
     Section { section: "transport.dcqcn", kind: None, doc: "DCQCN overrides.", params: DCQCN },
     Section { section: "workload", kind: None, doc: "Keys of every workload.", params: WORKLOAD_COMMON },
     Section { section: "workload", kind: Some("flows"), doc: "An explicit list of flows.", params: W_FLOWS },
@@ -592,6 +625,7 @@ pub const CATALOG: &[Section] = &[
     Section { section: "workload", kind: Some("scatter"), doc: "Scatter from a root: it sends every host its part at once (busbw factor (N-1)/N on the root's whole buffer, as nccl-tests).", params: W_SCATTER },
     Section { section: "workload", kind: Some("all_to_allv"), doc: "All-to-all with a size per pair (busbw factor (N-1)/N on nccl-tests' size: N x the mean size per pair).", params: W_ALL_TO_ALLV },
     Section { section: "workload", kind: Some("poisson"), doc: "A datacenter traffic mix: Poisson arrivals at a target load, sizes from a CDF; the summary reports FCT slowdown by flow size.", params: W_POISSON },
+    Section { section: "workload", kind: Some("constant_rate"), doc: "Background traffic: one flow at a fixed rate, optionally on/off, optionally pinned to one path.", params: W_CONSTANT_RATE },
     Section { section: "workload", kind: Some("chakra"), doc: "A Chakra execution trace replayed as a job: compute, send/receive and collective nodes with their dependencies (see the README).", params: W_CHAKRA },
     Section { section: "workload", kind: Some("htsim"), doc: "The flows of an htsim connection matrix, with its triggers as dependencies and its failures as links down (see the README).", params: W_HTSIM },
     Section { section: "workload", kind: Some("message_rate"), doc: "Clients in a closed loop of small WRITEs to one server (StaR Fig. 5a); the summary's loops entry reports operations per second and latencies.", params: W_MESSAGE_RATE },

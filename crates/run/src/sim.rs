@@ -386,7 +386,9 @@ impl Sim {
     }
 
     /// Per-path counters of every sender: `(connection, qp, counters)`.
-    pub fn path_stats(&self) -> Vec<(u32, u32, fabricsim_transport::common::PathStats)> {
+    pub fn path_stats(
+        &self,
+    ) -> Vec<(u32, u32, fabricsim_transport::common::PathStats, Option<fabricsim_nic::maestro::QpPath>)> {
         self.nic.path_stats()
     }
 

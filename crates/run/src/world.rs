@@ -37,6 +37,101 @@ pub(crate) fn path_context(
         base_rtt,
         bdp_bytes: rate / 8.0 * base_rtt.as_secs_f64(),
         star: factory::StarChoice::default(),
+        sport: None,
+    }
+}
+
+/// The UDP source ports of a Maestro connection's QPs (empty: random ones, as RoCE
+/// draws them). `hash` works out the path of each of 64 candidate ports with the
+/// switches' ECMP hash and picks those sharing fewest links; `probe` follows the
+/// paper's procedure (section 4.1): rounds of 2K candidate QPs, each probed once (the
+/// path its probe took is read off its headers with the known hash, as the paper's
+/// sniffer does), until K of them share no link or 8 rounds have passed. The
+/// candidates come from a stream of their own: other connections' draws never move.
+fn maestro_ports(
+    fabric: &Fabric,
+    sc: &Scenario,
+    c: &fabricsim_workload::ConnSpec,
+    spec: &factory::MaestroSpec,
+    port_of: impl Fn(u32) -> u8,
+) -> Vec<u16> {
+    let mut rng = Rng::stream(sc.seed, &[0x3AE5, c.workload as u64, c.index as u64]);
+    let mut draw = |n: usize, out: &mut Vec<u16>| {
+        while out.len() < n {
+            let p = 0xC000 | rng.below(0x4000) as u16;
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
+    };
+    let k = spec.paths as usize;
+    let trace = |i: usize, sport: u16| fabric.ecmp_trace(c.src, c.dst, port_of(i as u32), sport);
+    let mut candidates = Vec::new();
+    match spec.path_selection {
+        factory::PathSelection::Random => Vec::new(),
+        factory::PathSelection::Hash => {
+            draw(64.max(2 * k), &mut candidates);
+            fabricsim_nic::maestro::disjoint_ports(&candidates, k, trace)
+        }
+        factory::PathSelection::Probe => {
+            let mut picked = Vec::new();
+            for round in 1..=8 {
+                draw(2 * k * round, &mut candidates);
+                picked = fabricsim_nic::maestro::disjoint_ports(&candidates, k, trace);
+                if fabricsim_nic::maestro::shared_links(&picked, trace) == 0 {
+                    break;
+                }
+            }
+            picked
+        }
+    }
+}
+
+/// The source port a constant-rate flow is pinned to, if it is: as given, or the
+/// first of a stream of candidates whose ECMP path crosses the switch it names.
+fn pinned_port(
+    fabric: &Fabric,
+    sc: &Scenario,
+    c: &fabricsim_workload::ConnSpec,
+    nic: u8,
+) -> Result<Option<u16>, ScenarioError> {
+    let Some(fabricsim_workload::WorkloadKind::ConstantRate(flow)) =
+        sc.workloads.get(c.workload as usize).map(|w| &w.kind)
+    else {
+        return Ok(None);
+    };
+    let key = format!("workload[{}].via", c.workload);
+    match &flow.pin {
+        None => Ok(None),
+        Some(fabricsim_workload::Pin::Sport(p)) => Ok(Some(*p)),
+        Some(fabricsim_workload::Pin::Via(name)) => {
+            let node = fabric.node_by_name(name).ok_or_else(|| {
+                ScenarioError::new(
+                    &key,
+                    format!(
+                        "no switch is named {} (names as in ports.parquet, e.g. \"spine[0]\")",
+                        crate::quoted(name)
+                    ),
+                )
+            })?;
+            let mut rng = Rng::stream(sc.seed, &[0x91A5, c.workload as u64, c.index as u64]);
+            for _ in 0..4096 {
+                let sport = 0xC000 | rng.below(0x4000) as u16;
+                let path = fabric.ecmp_trace(c.src, c.dst, nic, sport).unwrap_or_default();
+                if path.iter().any(|&p| fabric.ports[p as usize].node == node) {
+                    return Ok(Some(sport));
+                }
+            }
+            Err(ScenarioError::new(
+                &key,
+                format!(
+                    "no path from host {} to host {} crosses {} (4096 source ports tried)",
+                    c.src,
+                    c.dst,
+                    crate::quoted(name)
+                ),
+            ))
+        }
     }
 }
 
@@ -84,6 +179,10 @@ impl Sim {
             let mut ctx = path_context(&fabric, &scenario, transport, c.src, c.dst, first_port, ports);
             ctx.star = star.choose(transport, c);
             check_delay_target(&scenario, c, transport, ctx.base_rtt)?;
+            let sports = match transport {
+                factory::TransportSpec::Maestro(m) => maestro_ports(&fabric, &scenario, c, m, |i| place(i).first_port),
+                _ => pinned_port(&fabric, &scenario, c, first_port)?.into_iter().collect(),
+            };
             let conn = nic.add_connection(
                 c.src,
                 c.dst,
@@ -92,10 +191,16 @@ impl Sim {
                 scenario.links.host_link,
                 scenario.mtu,
                 place,
-                |_, req, resp| factory::endpoint_pair(transport, req, resp, &ctx, Time::ZERO, &mut rng),
+                |i, req, resp| {
+                    let ctx = factory::PathContext { sport: sports.get(i as usize).copied(), ..ctx };
+                    factory::endpoint_pair(transport, req, resp, &ctx, Time::ZERO, &mut rng)
+                },
             );
             if c.reuse_buffer {
                 nic.reuse_buffer(conn);
+            }
+            if let factory::TransportSpec::Maestro(m) = transport {
+                nic.set_maestro(conn, m.policy);
             }
         }
         for (key, h) in scenario.nic.hosts_named() {

@@ -68,12 +68,12 @@ fn error_of(toml: &str) -> String {
 #[case::too_many_senders("", "workload[0].senders: 9 hosts requested but only 3 are available")]
 #[case::unknown_transport(
     "",
-    "transport.kind: unknown value \"tcp\" (allowed: roce, qp_scaling, mprdma, stellar, udmp, mrc, star)"
+    "transport.kind: unknown value \"tcp\" (allowed: roce, qp_scaling, mprdma, stellar, udmp, mrc, star, maestro)"
 )]
 #[case::unknown_cc("", "transport.cc: unknown value \"bbr\" (allowed: dcqcn, none)")]
 #[case::unknown_workload_transport(
     "",
-    "workload[0].transport.kind: unknown value \"tcp\" (allowed: roce, qp_scaling, mprdma, stellar, udmp, mrc, star)"
+    "workload[0].transport.kind: unknown value \"tcp\" (allowed: roce, qp_scaling, mprdma, stellar, udmp, mrc, star, maestro)"
 )]
 #[case::bad_workload_transport_key("", "workload[0].transport.paths: unknown key (allowed here: kind, qps")]
 #[case::transport_key_without_its_kind("", "workload[0].transport.evs: unknown key (allowed here: kind, cc, dcqcn")]
@@ -403,7 +403,7 @@ fn a_long_value_is_quoted_cut_to_a_readable_length() {
     let e = error_of(&format!("{BASE}[transport]\nkind = \"{long}\"\n"));
     assert_eq!(
         e,
-        format!("transport.kind: unknown value {cut} (allowed: roce, qp_scaling, mprdma, stellar, udmp, mrc, star)")
+        format!("transport.kind: unknown value {cut} (allowed: roce, qp_scaling, mprdma, stellar, udmp, mrc, star, maestro)")
     );
     let e = error_of(&format!("{BASE}[transport]\n{long} = 1\n"));
     assert!(e.starts_with(&format!("transport.{cut}: unknown key (allowed here: kind")), "{}", &e[..200.min(e.len())]);
@@ -433,6 +433,9 @@ fn every_kind_parses_with_the_catalogs_defaults() {
         "poisson" => "kind = \"poisson\"\ncdf = \"websearch\"\nload = 0.3\nduration = \"10us\"".to_string(),
         "barrier" => "kind = \"barrier\"".to_string(),
         "message_rate" | "rpc" => format!("kind = \"{kind}\"\nclients = 2"),
+        "constant_rate" => {
+            "kind = \"constant_rate\"\nsrc = 0\ndst = 1\nrate = \"1Gbps\"\nduration = \"10us\"".to_string()
+        }
         other => format!("kind = \"{other}\"\nsize = 100"),
     };
     for topo in TOPOLOGY_KINDS {

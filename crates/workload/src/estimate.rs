@@ -81,6 +81,7 @@ pub fn plan_size(spec: &WorkloadSpec, nhosts: u32, channels: u32) -> PlanSize {
             let n: u64 = trace.ranks.iter().map(|r| r.1.len() as u64).sum();
             PlanSize { conns: n, messages: n, deps: n }
         }
+        WorkloadKind::ConstantRate(flow) => PlanSize { conns: 1, messages: flow.messages(), deps: 0 },
         WorkloadKind::Dag { flows, .. } => {
             let n = flows.len() as u64;
             PlanSize { conns: n, messages: n, deps: n }

@@ -68,6 +68,8 @@ pub enum WorkloadKind {
     },
     /// Clients in a closed loop with one server (see [`closed_loop`](crate::closed_loop)).
     ClosedLoop(crate::ClosedLoop),
+    /// Background traffic: one flow at a fixed rate, optionally on and off.
+    ConstantRate(RateFlow),
     /// Flows with dependencies, from a trace file (see [`traces`](crate::traces)),
     /// in any order.
     Dag {
@@ -77,6 +79,57 @@ pub enum WorkloadKind {
         /// (`("workload[0].file", "traffic.cm")`).
         source: (String, String),
     },
+}
+
+/// A flow at a fixed rate from `src` to `dst`: a message of `message` bytes every
+/// `message x 8 / rate` seconds for `duration` after the workload's start, posted
+/// whether or not the ones before have arrived (it does not back off). With `on_off`
+/// `(period, duty)` only the messages that fall in the first `duty` of each period
+/// are sent.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RateFlow {
+    /// Sending host.
+    pub src: u32,
+    /// Receiving host.
+    pub dst: u32,
+    /// Bits per second.
+    pub rate: fabricsim_engine::Rate,
+    /// How long it runs.
+    pub duration: Dur,
+    /// Bytes per message.
+    pub message: u64,
+    /// On/off bursts: `(period, duty)`.
+    pub on_off: Option<(Dur, f64)>,
+    /// The path it is pinned to (the run resolves it; `None`: its QP's own port).
+    pub pin: Option<Pin>,
+}
+
+/// How a constant-rate flow is pinned to one path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Pin {
+    /// This UDP source port (the entropy ECMP hashes).
+    Sport(u16),
+    /// A source port whose ECMP path crosses the switch of this name.
+    Via(String),
+}
+
+impl RateFlow {
+    /// When each message starts, after the workload's start.
+    pub fn starts(&self) -> impl Iterator<Item = Dur> + '_ {
+        // Picoseconds between messages, exactly (the rate is in bits per second).
+        let gap = self.message as u128 * 8 * 1_000_000_000_000 / self.rate.bps().max(1) as u128;
+        let gap = gap.max(1) as u64;
+        (0..).map(move |k: u64| Dur(k * gap)).take_while(|t| *t < self.duration).filter(|t| match self.on_off {
+            None => true,
+            Some((period, duty)) => ((t.ps() % period.ps().max(1)) as f64) < duty * period.ps() as f64,
+        })
+    }
+
+    /// Messages it makes.
+    pub fn messages(&self) -> u64 {
+        let gap = (self.message as u128 * 8 * 1_000_000_000_000 / self.rate.bps().max(1) as u128).max(1);
+        (self.duration.ps() as u128).div_ceil(gap) as u64
+    }
 }
 
 /// One workload of a scenario.
@@ -215,6 +268,20 @@ pub fn build_with(
                     job: None,
                 };
                 collectives::expand(&mut b, op, &hosts, &entry, &cx)?;
+            }
+            WorkloadKind::ConstantRate(flow) => {
+                for (side, h) in [("src", flow.src), ("dst", flow.dst)] {
+                    if h >= nhosts {
+                        return Err(err(f(side), format!("host {h} does not exist (hosts are 0..{})", nhosts - 1)));
+                    }
+                }
+                if flow.src == flow.dst {
+                    return Err(err(f("dst"), "must differ from src"));
+                }
+                let c = b.conn(flow.src, flow.dst, None);
+                for t in flow.starts() {
+                    b.message(c, flow.message, &at.plus(t), &[], None);
+                }
             }
             WorkloadKind::Dag { flows, source } => {
                 let bad = |m: String| err(source.0.clone(), format!("{}: {m}", source.1));

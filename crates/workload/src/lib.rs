@@ -49,7 +49,7 @@ pub mod traces;
 pub use closed_loop::{ClosedLoop, Operation};
 pub use collectives::{Algorithm, CollectiveKind, CollectiveOp};
 pub use estimate::{plan_size, PlanSize};
-pub use generators::{build, build_with, HostSet, WorkloadKind, WorkloadSpec};
+pub use generators::{build, build_with, HostSet, Pin, RateFlow, WorkloadKind, WorkloadSpec};
 pub use jobs::{Group, Job, JobComm, OnOff, Pace, Placement};
 pub use timepoint::TimePoint;
 

@@ -72,6 +72,11 @@ impl RoceRequester {
         }
     }
 
+    /// The UDP source port its packets carry (the entropy ECMP hashes).
+    pub fn sport(&self) -> u16 {
+        self.sport
+    }
+
     /// The current sending rate (line rate without congestion control).
     pub fn rate(&self) -> Rate {
         self.dcqcn.as_ref().map_or(self.info.port_rate, |d| d.rate())
