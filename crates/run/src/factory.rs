@@ -179,7 +179,7 @@ pub struct StarSpec {
     pub g: f64,
     /// Retransmission timeout.
     pub rto: Dur,
-    /// Timeouts in a row before failing.
+    /// Resends of one piece after timeouts before the connection fails.
     pub retry_limit: u32,
     /// The RoCE settings of auto mode's stateful connections.
     pub roce: RoceConfig,
