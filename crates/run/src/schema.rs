@@ -371,7 +371,7 @@ const W_INCAST: &[Param] = &[
     p("senders", Ty::Hosts, "", "A count (chosen at random, seeded) or a list of sending hosts."),
     p("receiver", Ty::Int, "0", "The receiving host."),
 ];
-const CHANNELS_DOC: &str = "Independent instances of the algorithm the buffer is split over, each on its own connections (NCCL's channels); channel c's connections start on NIC port c. auto = one per NIC port a connection leaves unused: the NIC's ports for roce, stellar, mprdma and udmp, ports / qps for qp_scaling, 1 for mrc (which sprays over every port), and never more than the size can fill. 1 to 64.";
+const CHANNELS_DOC: &str = "Independent instances of the algorithm the buffer is split over, each on its own connections (NCCL's channels); channel c's connections start on NIC port c. auto = one per NIC port a connection leaves unused: the NIC's ports for roce, stellar, mprdma and udmp, ports / qps for qp_scaling, ports / paths for maestro, 1 for mrc (which sprays over every port), and never more than the size can fill. 1 to 64.";
 const W_ALL_TO_ALL: &[Param] = &[
     p("size", Ty::Size, "", "Bytes per ordered pair (nccl-tests' size, in the collectives table, is hosts x this)."),
     p("hosts", Ty::Hosts, "all", "Participating hosts."),
