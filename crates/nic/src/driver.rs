@@ -148,8 +148,21 @@ impl Nic {
     /// Collects an endpoint's application events (as message-level outputs) and
     /// re-arms its timer.
     pub(crate) fn after_input<W: Wire>(&mut self, now: Time, ep: u32, wire: &mut W) {
+        // Most inputs leave no event: the loop over them is kept out of line.
+        match self.eps[ep as usize].poll_event() {
+            None => self.arm(now, ep, wire),
+            Some(e) => self.take_events(now, ep, e, wire),
+        }
+    }
+
+    /// Endpoint `ep`'s events, `first` the first of them, as outputs (and Maestro's
+    /// bookkeeping), then its timer re-armed.
+    #[inline(never)]
+    fn take_events<W: Wire>(&mut self, now: Time, ep: u32, first: AppEvent, wire: &mut W) {
         let mut dispatch = false;
-        while let Some(e) = self.eps[ep as usize].poll_event() {
+        let mut next = Some(first);
+        while let Some(e) = next {
+            next = self.eps[ep as usize].poll_event();
             let conn = self.meta[ep as usize].conn as usize;
             if self.conns[conn].report == crate::Report::Endpoints {
                 self.out.push_back(NicOutput::Endpoint { ep, event: e });
