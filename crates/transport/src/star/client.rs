@@ -73,6 +73,8 @@ pub struct StarClient {
     /// Control packets waiting (EAs, CQEPs).
     ctrl: VecDeque<Packet>,
     timers: Timers<2>,
+    /// When the window was last halved for a loss.
+    last_cut: Time,
     failed: bool,
     events: VecDeque<AppEvent>,
     stats: EndpointStats,
@@ -97,6 +99,7 @@ impl StarClient {
             wqes_seen: RecvWindow::new(1, u32::MAX),
             ctrl: VecDeque::new(),
             timers: Timers::default(),
+            last_cut: Time::ZERO,
             failed: false,
             events: VecDeque::new(),
             stats: EndpointStats::default(),
@@ -155,7 +158,10 @@ impl StarClient {
             return;
         };
         self.in_flight -= o.len as u64;
-        self.overtake(pkt.bth.psn, o.sent);
+        if o.sent != Time::MAX {
+            // (A piece answered while queued to go again was not sent after anything.)
+            self.overtake(now, pkt.bth.psn, o.sent);
+        }
         let marked = match self.role {
             Role::ServerReceives => pkt.sth().flags & Sth::F_ECE != 0,
             Role::ServerSends => pkt.net.ecn == Ecn::Ce,
@@ -183,25 +189,26 @@ impl StarClient {
         self.arm_rto();
     }
 
-    /// Piece `psn`, sent at `sent`, was answered: the pieces sent before it and still
-    /// unanswered were overtaken once more; those overtaken `DUPTHRESH` times are taken
-    /// for lost and sent again at once, and the window halves, rather than wait for the
-    /// timeout.
-    fn overtake(&mut self, psn: u32, sent: Time) {
-        let mut lost = false;
+    /// Piece `psn`, sent at `sent`, was answered at `now`: the pieces sent before it and
+    /// still unanswered were overtaken once more; those overtaken `DUPTHRESH` times are
+    /// taken for lost and sent again at once rather than after the timeout. The window
+    /// halves once per episode: for a loss of a piece sent after the last cut.
+    fn overtake(&mut self, now: Time, psn: u32, sent: Time) {
+        let mut new_episode = false;
         for (&p, o) in self.outstanding.range_mut(..psn) {
             if o.sent == Time::MAX || o.sent >= sent {
                 continue;
             }
             o.overtaken += 1;
             if o.overtaken >= DUPTHRESH {
+                new_episode |= o.sent > self.last_cut;
                 o.sent = Time::MAX;
                 self.resend.push_back(p);
-                lost = true;
             }
         }
-        if lost {
+        if new_episode {
             self.window.on_loss();
+            self.last_cut = now;
         }
     }
 
