@@ -13,16 +13,14 @@ figure again reads them back (delete that folder after changing fabricsim).
 
 from __future__ import annotations
 
-import argparse
 import sys
-import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
 import pandas as pd
 
 from fabricsim.papers import star
-from fabricsim.papers.common import sweep_runs
+from fabricsim.papers.common import experiment_main, sweep_runs
 
 OUT = Path(__file__).resolve().parent / "results"
 JOBS: Optional[int] = None
@@ -54,23 +52,10 @@ def fig5b() -> pd.DataFrame:
 EXPERIMENTS = {"fig5a": fig5a, "fig5b": fig5b}
 
 
-def main(argv: List[str]) -> None:
+def set_jobs(jobs: Optional[int]) -> None:
     global JOBS
-    ap = argparse.ArgumentParser(description="StaR's Fig. 5 over client counts; one CSV per figure")
-    ap.add_argument("names", nargs="*", metavar="FIGURE", help=f"default all: {', '.join(EXPERIMENTS)}")
-    ap.add_argument("--jobs", type=int, help="worker processes (default: one per core)")
-    a = ap.parse_args(argv)
-    names = a.names or list(EXPERIMENTS)
-    if set(names) - set(EXPERIMENTS):
-        sys.exit(f"unknown figure(s) {sorted(set(names) - set(EXPERIMENTS))}; choose from {list(EXPERIMENTS)}")
-    JOBS = a.jobs
-    OUT.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        t0 = time.time()
-        df = EXPERIMENTS[name]()
-        df.to_csv(OUT / f"{name}.csv", index=False, float_format="%.6g")
-        print(f"{name}: {len(df)} runs in {time.time() - t0:.0f} s -> {OUT / (name + '.csv')}", flush=True)
+    JOBS = jobs
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(experiment_main(sys.argv[1:], EXPERIMENTS, OUT, "StaR's Fig. 5 over client counts; one CSV per figure", set_jobs))

@@ -14,16 +14,14 @@ them (delete that folder after changing fabricsim).
 
 from __future__ import annotations
 
-import argparse
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import pandas as pd
 
 from fabricsim.papers import stellar
-from fabricsim.papers.common import sweep_runs
+from fabricsim.papers.common import experiment_main, sweep_runs
 from fabricsim.results import Result
 
 OUT = Path(__file__).resolve().parent / "results"
@@ -213,25 +211,10 @@ EXPERIMENTS: Dict[str, Callable[[], pd.DataFrame]] = {"imbalance": imbalance, "d
                                                       "placement": placement, "startup": startup, "gdr": gdr}
 
 
-def main(argv: List[str]) -> None:
+def set_jobs(jobs: Optional[int]) -> None:
     global JOBS
-    ap = argparse.ArgumentParser(description="STELLAR's experiments, larger than the tests; one CSV per experiment")
-    ap.add_argument("names", nargs="*", metavar="EXPERIMENT", help=f"default all: {', '.join(EXPERIMENTS)}")
-    ap.add_argument("--jobs", type=int, help="worker processes (default: one per core)")
-    a = ap.parse_args(argv)
-    names = a.names or list(EXPERIMENTS)
-    unknown = set(names) - set(EXPERIMENTS)
-    if unknown:
-        sys.exit(f"unknown experiment(s) {sorted(unknown)}; choose from {list(EXPERIMENTS)}")
-    JOBS = a.jobs
-    OUT.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        t = time.time()
-        print(f"{name}:", flush=True)
-        df = EXPERIMENTS[name]()
-        df.to_csv(OUT / f"{name}.csv", index=False, float_format="%.6g")
-        print(f"{name}: {len(df)} rows in {time.time() - t:.0f} s -> {OUT / (name + '.csv')}", flush=True)
+    JOBS = jobs
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(experiment_main(sys.argv[1:], EXPERIMENTS, OUT, "STELLAR's experiments, larger than the tests; one CSV per experiment", set_jobs))

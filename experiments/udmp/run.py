@@ -15,16 +15,14 @@ them (delete that folder after changing fabricsim).
 
 from __future__ import annotations
 
-import argparse
 import sys
-import time
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple
 
 import pandas as pd
 
 from fabricsim.papers import udmp
-from fabricsim.papers.common import sweep_runs
+from fabricsim.papers.common import experiment_main, sweep_runs
 from fabricsim.results import Result
 
 OUT = Path(__file__).resolve().parent / "results"
@@ -223,27 +221,10 @@ EXPERIMENTS: Dict[str, Callable[[], pd.DataFrame]] = {
 }
 
 
-def main(argv: List[str]) -> int:
+def set_jobs(jobs: Optional[int]) -> None:
     global JOBS
-    ap = argparse.ArgumentParser(description="UDMP's experiments, larger than the tests; one CSV per experiment")
-    ap.add_argument("names", nargs="*", metavar="EXPERIMENT", help=f"default all: {', '.join(EXPERIMENTS)}")
-    ap.add_argument("--jobs", type=int, help="worker processes (default: one per core)")
-    a = ap.parse_args(argv)
-    names = a.names or list(EXPERIMENTS)
-    unknown = [n for n in names if n not in EXPERIMENTS]
-    if unknown:
-        print(f"unknown experiment(s) {unknown}; choose from {list(EXPERIMENTS)}", file=sys.stderr)
-        return 2
-    JOBS = a.jobs
-    OUT.mkdir(parents=True, exist_ok=True)
-    for n in names:
-        t0 = time.time()
-        print(f"{n} ...", flush=True)
-        df = EXPERIMENTS[n]()
-        df.to_csv(OUT / f"{n}.csv", index=False, float_format="%.4f")
-        print(f"{n}: {len(df)} rows in {time.time() - t0:.0f} s -> {OUT / (n + '.csv')}", flush=True)
-    return 0
+    JOBS = jobs
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(experiment_main(sys.argv[1:], EXPERIMENTS, OUT, "UDMP's experiments, larger than the tests; one CSV per experiment", set_jobs, float_format="%.4f"))

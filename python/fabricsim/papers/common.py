@@ -68,3 +68,35 @@ def sweep_runs(build: Callable[..., Dict[str, Any]], points: Sequence[Mapping[st
     if bad:
         raise RuntimeError(f"{len(bad)} of {len(sw.points)} points failed in {out}: " + "; ".join(bad[:3]))
     return ((p.params, sw.result(p)) for p in sw.points)
+
+
+def experiment_main(argv: Sequence[str], experiments: Mapping[str, Callable[[], pd.DataFrame]], out: "os.PathLike[str]",
+                    description: str, set_jobs: Callable[[Optional[int]], None], float_format: str = "%.6g") -> int:
+    """The command line of an ``experiments/<paper>/run.py``: the experiments named in
+    ``argv`` (default all of ``experiments``), ``--jobs N`` handed to ``set_jobs``,
+    each one's table written to ``out/<name>.csv``. Returns the exit status (2 for an
+    unknown name)."""
+    import argparse
+    import sys
+    import time
+    from pathlib import Path
+
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("names", nargs="*", metavar="EXPERIMENT", help=f"default all: {', '.join(experiments)}")
+    ap.add_argument("--jobs", type=int, help="worker processes (default: one per core)")
+    a = ap.parse_args(list(argv))
+    names = a.names or list(experiments)
+    unknown = [n for n in names if n not in experiments]
+    if unknown:
+        print(f"unknown experiment(s) {unknown}; choose from {list(experiments)}", file=sys.stderr)
+        return 2
+    set_jobs(a.jobs)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        t0 = time.time()
+        print(f"{name} ...", flush=True)
+        df = experiments[name]()
+        df.to_csv(out / f"{name}.csv", index=False, float_format=float_format)
+        print(f"{name}: {len(df)} rows in {time.time() - t0:.0f} s -> {out / (name + '.csv')}", flush=True)
+    return 0
