@@ -20,8 +20,9 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 import pandas as pd
 
+import fabricsim
 from fabricsim.papers import stellar
-from fabricsim.papers.common import experiment_main, sweep_runs
+from fabricsim.papers.common import experiment_main, quiet, sweep_runs
 from fabricsim.results import Result
 
 OUT = Path(__file__).resolve().parent / "results"
@@ -31,6 +32,12 @@ LOSSES = (0.0, 0.005, 0.01, 0.02, 0.03, 0.05)
 
 #: Worker processes of the sweeps (None: one per core); set by --jobs.
 JOBS: Optional[int] = None
+
+
+def run(sc: Dict[str, Any]) -> Result:
+    """One run, plots off (the experiments that are not sweeps: background, placement,
+    startup)."""
+    return fabricsim.run(quiet(sc))
 
 
 def runs(name: str, build, points: Sequence[Dict[str, Any]]) -> Iterator[Tuple[Dict[str, Any], Result]]:
