@@ -3,8 +3,8 @@
 //! the connection's state, the window included.
 
 use super::cc::Window;
+use super::placement::Seen;
 use super::{star_packet, Role, StarConfig, To};
-use crate::common::{Arrival, RecvWindow};
 use crate::conn::{AppEvent, ConnInfo, EndpointStats, Message, Poll};
 use crate::timer::Timers;
 use crate::Endpoint;
@@ -69,7 +69,7 @@ pub struct StarClient {
     /// Reader: completions sent and not yet acknowledged, with when and how many times.
     cqes: BTreeMap<u32, (Time, u32)>,
     /// Reader: the work request numbers seen in WQEPs.
-    wqes_seen: RecvWindow,
+    wqes_seen: Seen,
     /// Control packets waiting (EAs, CQEPs).
     ctrl: VecDeque<Packet>,
     timers: Timers<2>,
@@ -96,7 +96,7 @@ impl StarClient {
             next_psn: 0,
             resend: VecDeque::new(),
             cqes: BTreeMap::new(),
-            wqes_seen: RecvWindow::new(1, u32::MAX),
+            wqes_seen: Seen::default(),
             ctrl: VecDeque::new(),
             timers: Timers::default(),
             last_cut: Time::ZERO,
@@ -235,11 +235,10 @@ impl StarClient {
         let ea = Sth { elem: h.elem, ..Sth::default() };
         let to = To { host: self.info.remote_host, qp: h.reply_qp, sport: h.reply_sport };
         self.ctrl.push_back(star_packet(self.info.local_host, to, opcode::STAR_EA, pkt.bth.psn, ea, 0));
-        if self.wqes_seen.arrive(h.elem, h.elem, 1) != Arrival::Placed {
+        if !self.wqes_seen.first(h.elem) {
             self.stats.duplicates += 1;
             return;
         }
-        while self.wqes_seen.poll_event().is_some() {}
         let w = Work { elem: h.elem, addr: h.addr, total: h.total as u64, issued: 0, done: 0, retx: 0 };
         if w.total == 0 {
             self.events.push_back(AppEvent::Received { seq: h.elem });

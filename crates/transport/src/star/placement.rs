@@ -5,29 +5,42 @@
 use crate::common::{Arrival, RecvWindow};
 use std::collections::BTreeMap;
 
-/// Bytes placed per work request, and which RDPs have been seen.
+/// Which numbers (PSNs, work requests) have been seen, each a one-packet "message" of
+/// a receive window, so that memory stays bounded by how far they run out of order.
 #[derive(Clone, Debug)]
-pub struct Placement {
-    /// RDP PSNs seen (each packet its own one-packet "message").
-    seen: RecvWindow,
-    /// Work request -> bytes placed so far (removed once complete).
-    placed: BTreeMap<u32, u64>,
+pub(crate) struct Seen(RecvWindow);
+
+impl Default for Seen {
+    fn default() -> Self {
+        Seen(RecvWindow::new(1, u32::MAX))
+    }
 }
 
-impl Default for Placement {
-    fn default() -> Self {
-        Placement { seen: RecvWindow::new(1, u32::MAX), placed: BTreeMap::new() }
+impl Seen {
+    /// Whether `n` is seen for the first time (it is seen from now on).
+    pub(crate) fn first(&mut self, n: u32) -> bool {
+        let placed = self.0.arrive(n, n, 1) == Arrival::Placed;
+        while self.0.poll_event().is_some() {}
+        placed
     }
+}
+
+/// Bytes placed per work request, and which RDPs have been seen.
+#[derive(Clone, Debug, Default)]
+pub struct Placement {
+    /// RDP PSNs seen.
+    seen: Seen,
+    /// Work request -> bytes placed so far (removed once complete).
+    placed: BTreeMap<u32, u64>,
 }
 
 impl Placement {
     /// An RDP with PSN `psn` placed `len` bytes of work request `elem` (`total` bytes):
     /// `None` if it is a duplicate, else whether the work request is now complete.
     pub fn place(&mut self, psn: u32, elem: u32, total: u32, len: u32) -> Option<bool> {
-        if self.seen.arrive(psn, psn, 1) != Arrival::Placed {
+        if !self.seen.first(psn) {
             return None;
         }
-        while self.seen.poll_event().is_some() {}
         let p = self.placed.entry(elem).or_insert(0);
         *p += len as u64;
         if *p >= total as u64 {
