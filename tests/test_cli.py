@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet
 import pytest
 
 import fabricsim.cli
@@ -159,7 +160,7 @@ def test_a_failed_save_is_named_in_words_and_leaves_nothing(tmp_path, small_toml
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(pd.DataFrame, "to_parquet", full)
+    monkeypatch.setattr(pyarrow.parquet, "write_table", full)
     out = tmp_path / "a" / "b" / "o"
     assert fabricsim.cli.main(["run", str(small_toml), "--out", str(out), "--quiet"]) == 1
     err = capsys.readouterr().err

@@ -15,6 +15,7 @@ import pytest
 
 import fabricsim
 import fabricsim.cli
+import fabricsim.results
 from fabricsim import _toml, plots
 from conftest import SMALL
 
@@ -315,3 +316,44 @@ def test_paths_name_the_plane_their_packets_were_sent_in(kind):
         used = {p for p in (0, 1) if sent.get(f"host[{src}].nic[{p}]", 0) > 0}
         assert used == ({0, 1} if kind == "mrc" else {conn})
         assert set(planes[conn]) == used
+
+
+def test_saved_tables_read_back_in_pandas_as_the_result_gives_them(tmp_path):
+    """Tables are written from Arrow, not from pandas; the files carry the metadata pandas
+    itself would write, so a user's ``pd.read_parquet`` and ``fabricsim.load`` give the
+    Result's frames: nullable Int64 where a value may be missing, string columns, and
+    the ports' ``port`` category."""
+    import pyarrow as pa
+
+    scenario = _multipath("tables")
+    scenario["workload"] = [scenario["workload"], {"kind": "all_reduce", "hosts": [0, 1, 2, 3], "size": "64KB"}]
+    scenario["faults"] = [{"at": "3us", "kind": "link_flap", "link": "t1[0].down[0]", "period": "2us", "until": "9us"}]
+    r = fabricsim.run(scenario)
+    out = r.save(tmp_path / "o", plots=False)
+    back = fabricsim.load(out)
+    assert len(r.faults) and len(r.collectives) and len(r.ev_states) and r.flows.fct_ns.isna().sum() == 0
+    assert str(r.flows.fct_ns.dtype) == "Int64" and str(r.faults.value.dtype) == "string"
+    assert str(r.ports.port.dtype) == "category" and r.ports.port.iloc[0] == r.ports.port.cat.categories[r.ports.port_id.iloc[0]]
+    for name in fabricsim.results.TABLES:
+        frame = r.tables[name]
+        pd.testing.assert_frame_equal(pd.read_parquet(out / f"{name}.parquet"), frame)
+        pd.testing.assert_frame_equal(back.tables[name], frame)
+        written = json.loads(r.tables.arrow(name).schema.metadata[b"pandas"])["columns"]
+        assert written == pa.Table.from_pandas(frame, preserve_index=False).schema.pandas_metadata["columns"], name
+
+
+def test_a_worker_runs_and_saves_a_point_without_importing_pandas(tmp_path):
+    """A sweep's worker is a fresh interpreter; importing pandas was most of its start.
+    Running a point, its row of figures and its folder need only numpy and Arrow."""
+    code = ("import json, sys\n"
+            "from fabricsim.point import Task, run_task\n"
+            f"status, row = run_task(Task('p', json.dumps({_multipath('worker')!r}), sys.argv[1], False))\n"
+            "assert status == 'ok', row\n"
+            "print(json.dumps({'pandas': 'pandas' in sys.modules, 'flows': row['flows'], 'p50': row['flow_gbps_p50']}))\n")
+    p = subprocess.run([sys.executable, "-c", code, str(tmp_path / "p")], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    seen = json.loads(p.stdout)
+    assert seen["pandas"] is False and seen["flows"] == 2 and seen["p50"] > 0
+    r = fabricsim.load(tmp_path / "p")
+    gbps = (r.flows.size_bytes * 8 / r.flows.fct_ns.astype(float)).median()
+    assert seen["p50"] == pytest.approx(gbps, rel=1e-12)

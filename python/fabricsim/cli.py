@@ -180,7 +180,7 @@ def _third_party_imports() -> Iterator[None]:
 
 def _cmd_run(a: argparse.Namespace) -> int:
     with _third_party_imports():
-        import pyarrow.parquet  # noqa: F401 - what DataFrame.to_parquet imports
+        import pyarrow.parquet  # noqa: F401 - what saving the tables imports
 
         from .api import default_scenario, run
         from .results import PlotWarning

@@ -50,7 +50,7 @@ def figure_columns() -> List[str]:
 
 def figures(result: Any) -> Dict[str, Any]:
     """A run's row of figures (None where the run has none, e.g. percentiles when no
-    flow finished)."""
+    flow finished). Read from the Arrow tables: a worker never needs pandas."""
     import numpy as np
 
     row: Dict[str, Any] = {}
@@ -59,8 +59,15 @@ def figures(result: Any) -> Dict[str, Any]:
         for part in path.split("."):
             v = v.get(part) if isinstance(v, Mapping) else None
         row[col] = v
-    done = result.flows.dropna(subset=["fct_ns"])
-    gbps = done["size_bytes"].to_numpy(dtype=float) * 8 / done["fct_ns"].to_numpy(dtype=float)
+    from ._arrow import floats
+
+    flows = result.tables.arrow("flows")
+    # A flow that did not finish has a null completion time: NaN here, dropped below.
+    fct = floats(flows.column("fct_ns"))
+    size = floats(flows.column("size_bytes"))
+    done = ~np.isnan(fct)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gbps = size[done] * 8 / fct[done]
     gbps = gbps[np.isfinite(gbps)]
     for how, col in GBPS_FIGURES:
         if not len(gbps):
@@ -71,9 +78,10 @@ def figures(result: Any) -> Dict[str, Any]:
             row[col] = float(gbps.mean())
         else:
             row[col] = float(np.percentile(gbps, how))
-    coll = result.collectives
+    coll = result.tables.arrow("collectives")
     for col, src, how in COLLECTIVE_FIGURES:
-        x = coll[src].dropna().to_numpy(dtype=float) if len(coll) else np.array([])
+        x = floats(coll.column(src))
+        x = x[~np.isnan(x)]
         row[col] = None if not len(x) else float(x.max() if how == "max" else x.min())
     # JSON (point.json) has no NaN or infinity: a figure that is not a number is none.
     return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in row.items()}

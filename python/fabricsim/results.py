@@ -1,4 +1,13 @@
-"""Run results as pandas DataFrames, and writing them to an output folder."""
+"""Run results as pandas DataFrames, and writing them to an output folder.
+
+A run's tables are kept as Arrow tables, made from the core's columns without a copy
+per element, and written to Parquet from there; each becomes a pandas DataFrame when it
+is first asked for. A process that only runs and saves (a sweep's worker) never imports
+pandas, whose import is most of a fresh interpreter's start. The files carry the same
+pandas metadata pandas itself would write, so ``pd.read_parquet`` gives the frames
+``Result`` gives (nullable ``Int64`` where -1 meant "none", ``string`` columns, the
+ports' ``port`` as a category).
+"""
 
 from __future__ import annotations
 
@@ -12,12 +21,16 @@ import stat
 import warnings
 import weakref
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
 
+from . import _arrow as arrow
 from . import _core
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # Integer columns where -1 means "none" (a flow that never started or finished).
 _NULLABLE = {"start_ns", "finish_ns", "fct_ns", "acked_ns", "sender_fct_ns", "collective", "duration_ns", "ooo_max",
@@ -35,20 +48,60 @@ def _remove(path: str) -> None:
         pass
 
 
-def _frame(columns: Sequence[Tuple[str, Any]]) -> pd.DataFrame:
-    data: Dict[str, Any] = {}
+def _arrow(columns: Sequence[Tuple[str, Any]], port_names: Optional[List[str]] = None) -> pa.Table:
+    """A core table as Arrow: numbers over their raw little-endian bytes, -1 as null in
+    the :data:`_NULLABLE` columns, text as pandas' ``string``; with ``port_names``, the
+    ports' ``port`` category (codes ``port_id``) after the first column."""
+    cols: List[Tuple[str, pa.Array, arrow.Described]] = []
     for name, col in columns:
         if isinstance(col, list):
-            data[name] = pd.Series(col, dtype="string")
+            cols.append((name, arrow.strings(col), arrow.STRING))
             continue
         dtype, raw = col
-        arr = np.frombuffer(raw, dtype=np.dtype(dtype)).copy()
+        values = np.frombuffer(raw, dtype=np.dtype(dtype))
         if name in _NULLABLE:
-            s = pd.Series(arr, dtype="Int64")
-            data[name] = s.mask(s < 0)
+            values = values.astype(np.int64, copy=False)
+            cols.append((name, arrow.numbers(values, valid=values >= 0), arrow.NULLABLE_INT))
         else:
-            data[name] = arr
-    return pd.DataFrame(data)
+            cols.append((name, arrow.numbers(values), arrow.described(values)))
+    if port_names is not None:
+        ids = next(np.frombuffer(col[1], dtype=np.dtype(col[0])) for name, col in columns if name == "port_id")
+        cols.insert(1, ("port",) + arrow.category(ids, port_names))
+    return arrow.table(cols)
+
+
+class _Tables(Mapping):
+    """A run's tables by name: Arrow tables (``arrow``), each a pandas DataFrame when
+    first asked for. ``load`` reads a saved run's file only when its table is used: a
+    sweep's experiment reading hundreds of points back uses two or three tables of
+    each."""
+
+    def __init__(self, arrow: Optional[Dict[str, pa.Table]] = None, folder: Optional[Path] = None) -> None:
+        self._arrow: Dict[str, pa.Table] = dict(arrow or {})
+        self._folder = folder
+        self._frames: Dict[str, "pd.DataFrame"] = {}
+
+    def arrow(self, name: str) -> pa.Table:
+        """Table ``name`` as Arrow, with its pandas metadata."""
+        if name not in TABLES:
+            raise KeyError(name)
+        if name not in self._arrow:
+            import pyarrow.parquet as pq
+
+            assert self._folder is not None
+            self._arrow[name] = pq.read_table(self._folder / f"{name}.parquet")
+        return self._arrow[name]
+
+    def __getitem__(self, name: str) -> "pd.DataFrame":
+        if name not in self._frames:
+            self._frames[name] = self.arrow(name).to_pandas()
+        return self._frames[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(TABLES)
+
+    def __len__(self) -> int:
+        return len(TABLES)
 
 
 class Result:
@@ -64,7 +117,7 @@ class Result:
         pcap: the capture file of a run with ``pcap=`` (else None).
     """
 
-    def __init__(self, tables: Dict[str, pd.DataFrame], summary: Dict[str, Any],
+    def __init__(self, tables: _Tables, summary: Dict[str, Any],
                  scenario_text: Optional[str] = None, source: Optional[Path] = None, pcap: Optional[Path] = None,
                  pcap_is_temporary: bool = False):
         self.tables = tables
@@ -94,9 +147,7 @@ class Result:
     def from_core(cls, raw: Dict[str, Any], scenario_text: Optional[str] = None, source: Optional[Path] = None,
                   pcap: Optional[Path] = None, pcap_is_temporary: bool = False) -> "Result":
         names: List[str] = raw["port_names"]
-        tables = {name: _frame(raw[name]) for name in TABLES}
-        ports = tables["ports"]
-        ports.insert(1, "port", pd.Categorical.from_codes(ports["port_id"].astype(np.int64), categories=names) if names else [])
+        tables = _Tables({name: _arrow(raw[name], names if name == "ports" else None) for name in TABLES})
         summary = json.loads(raw["summary"])
         wall = float(raw["wall_seconds"])
         summary["run"] = {
@@ -124,7 +175,7 @@ class Result:
         scenario = folder / "scenario.toml"
         text = scenario.read_text(encoding="utf-8") if scenario.is_file() else None
         capture = folder / "capture.pcap"
-        return cls(_SavedTables(folder), summary, text, source=scenario if text is not None else None,
+        return cls(_Tables(folder=folder), summary, text, source=scenario if text is not None else None,
                    pcap=capture.absolute() if capture.is_file() else None)
 
     def __repr__(self) -> str:
@@ -200,8 +251,10 @@ class Result:
             out.parent.mkdir(parents=True, exist_ok=True)
             _remove_abandoned(out.parent)
             tmp = _temporary_sibling(out)
+            import pyarrow.parquet as pq
+
             for name in TABLES:
-                self.tables[name].to_parquet(tmp / f"{name}.parquet", index=False)
+                pq.write_table(self.tables.arrow(name), tmp / f"{name}.parquet")
             captured = self.pcap is not None and Path(self.pcap).exists()
             if captured:
                 # Copied, never moved: the capture may be another output folder's.
@@ -239,28 +292,6 @@ class Result:
                 self._pcap_cleanup()  # the temporary capture is no longer needed
                 self._pcap_cleanup = None
         return out
-
-
-class _SavedTables(Mapping):
-    """A saved run's tables, each read from its Parquet file when first used: a sweep's
-    experiment reading hundreds of points back uses two or three tables of each."""
-
-    def __init__(self, folder: Path) -> None:
-        self._folder = folder
-        self._read: Dict[str, pd.DataFrame] = {}
-
-    def __getitem__(self, name: str) -> pd.DataFrame:
-        if name not in TABLES:
-            raise KeyError(name)
-        if name not in self._read:
-            self._read[name] = pd.read_parquet(self._folder / f"{name}.parquet")
-        return self._read[name]
-
-    def __iter__(self):
-        return iter(TABLES)
-
-    def __len__(self) -> int:
-        return len(TABLES)
 
 
 def load(folder: "os.PathLike[str] | str") -> Result:
