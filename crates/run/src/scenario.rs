@@ -1061,7 +1061,7 @@ fn parse_workload(
                 }
             }
             failures = cm.failures;
-            WorkloadKind::Dag { flows, source: (r.path("file"), name) }
+            WorkloadKind::Dag { flows, shots: cm.shots, source: (r.path("file"), name) }
         }
         "message_rate" | "rpc" => {
             if r.raw_peek("clients").is_none() {

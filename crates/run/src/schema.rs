@@ -468,7 +468,7 @@ const W_CHAKRA: &[Param] = &[
     p("name", Ty::Str, "= trace", "Its name in the jobs table."),
 ];
 const W_HTSIM: &[Param] = &[
-    p("file", Ty::Str, "", "An htsim connection matrix (.cm), relative to the scenario's folder: Nodes/Connections/Triggers/Failures headers, `src->dst id N start <us> size <bytes>` flows, oneshot and barrier triggers (recv_done_trigger: the flow's arrival; send_done_trigger: its acknowledgement at the sender), failure lines (links down from the start)."),
+    p("file", Ty::Str, "", "An htsim connection matrix (.cm), relative to the scenario's folder: Nodes/Connections/Triggers/Failures headers, `src->dst id N start <us> size <bytes>` flows, oneshot, barrier and multishot triggers as htsim runs them (recv_done_trigger: the flow's arrival; send_done_trigger: its acknowledgement at the sender), failure lines (links down from the start)."),
     p("hosts", Ty::Hosts, "all", "The host of each node of the file, in node order; all: node i is host i."),
 ];
 

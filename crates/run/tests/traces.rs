@@ -42,6 +42,59 @@ fn a_triggered_chain_runs_flow_after_flow() {
     assert!(chain >= want + back && (chain as f64) < (want + back) as f64 * 1.02, "{chain} against {want} + {back}");
 }
 
+/// Runs the connection matrix `cm` on the 4-host fabric of [`htsim`].
+fn run_cm(cm: &str, tag: &str) -> fabricsim_run::RunResult {
+    let dir = std::env::temp_dir().join(format!("fabricsim-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("m.cm"), cm).unwrap();
+    let sc = Scenario::from_toml_in(&htsim("kind = \"htsim\"\nfile = \"m.cm\""), &dir).unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    run_scenario(sc).1
+}
+
+#[test]
+fn a_multishot_starts_its_kth_flow_at_the_kth_completion_in_time() {
+    // Three flows on disjoint links activate trigger 5 as they arrive; listed largest
+    // first, they arrive smallest first. Its two flows start at the first and second
+    // arrivals in time, not of the file; the third arrival starts nothing.
+    let r = run_cm(
+        "Nodes 4\nConnections 5\nTriggers 1\n\
+         0->1 id 1 start 0 size 500000 recv_done_trigger 5\n\
+         2->3 id 2 start 0 size 100000 recv_done_trigger 5\n\
+         3->2 id 3 start 0 size 300000 recv_done_trigger 5\n\
+         1->0 id 4 trigger 5 size 4000\n\
+         1->0 id 5 trigger 5 size 8000\n\
+         trigger id 5 multishot\n",
+        "multishot",
+    );
+    let (start, finish) = (col_i64(&r, "start_ns"), col_i64(&r, "finish_ns"));
+    assert_eq!(start.len(), 5);
+    assert!(finish[1] < finish[2] && finish[2] < finish[0], "{finish:?}");
+    assert_eq!((start[3], start[4]), (finish[1], finish[2]));
+    assert!(finish.iter().all(|&f| f > 0));
+}
+
+#[test]
+fn a_multishot_pool_whose_flows_reactivate_it_runs_them_one_after_another() {
+    // One flow starts; each of four queued flows is started by the completion of the
+    // one before (they activate the trigger too): one in flight at a time, so the
+    // five take their ideal times end to end.
+    let mut cm = String::from("Nodes 4\n0->1 id 1 start 0 size 200000 recv_done_trigger 9\n");
+    for k in 0..4 {
+        cm += &format!("{}->{} id {} trigger 9 size 200000 recv_done_trigger 9\n", k % 4, (k + 1) % 4, k + 2);
+    }
+    cm += "trigger id 9 multishot\n";
+    let r = run_cm(&cm, "pool");
+    let (start, finish) = (col_i64(&r, "start_ns"), col_i64(&r, "finish_ns"));
+    let ideal = col_u64(&r.flows, "ideal_fct_ns");
+    for k in 1..5 {
+        assert_eq!(start[k], finish[k - 1], "flow {k} starts as the one before arrives");
+    }
+    let want: u64 = ideal.iter().sum();
+    let took = (finish[4] - start[0]) as u64;
+    assert!(took >= want && (took as f64) < want as f64 * 1.01, "{took} ns against {want}");
+}
+
 #[test]
 fn nodes_map_onto_hosts_and_failures_become_links_down() {
     let dir = std::env::temp_dir().join(format!("fabricsim-cm-{}", std::process::id()));
@@ -90,6 +143,14 @@ fn bad_matrices_are_refused_with_the_file_line_and_field() {
     let e = err(cyc, "");
     assert!(e.starts_with("workload[0].file: t.cm: the dependencies form a cycle"), "{e}");
     assert!(e.contains("line 2 waits for line 3, which waits for line 2"), "{e}");
+    // A multishot with more flows than activations leaves one never started.
+    let e = err(
+        "Nodes 4\n0->1 id 1 start 0 size 5 send_done_trigger 3\n1->2 id 2 trigger 3 size 5\n\
+         2->3 id 3 trigger 3 size 5\ntrigger id 3 multishot\n",
+        "",
+    );
+    assert!(e.starts_with("workload[0].file: t.cm: line 4, target 2 of multishot trigger 3 (line 5)"), "{e}");
+    assert!(e.contains("it would never start"), "{e}");
     assert!(err("Nodes 2\n0->1 start 0 size 5\n", "hosts = [0]")
         .starts_with("workload[0].hosts: maps 1 nodes but the file has 2"));
     assert!(err("", "").contains("no \"Nodes N\" line"));
