@@ -176,6 +176,7 @@ mod chakra_traces {
             peer: 0,
             tag: 0,
             group: String::new(),
+            root: None,
             record: 0,
         }
     }
@@ -377,6 +378,57 @@ mod chakra_traces {
         assert_eq!(start[2], finish[0] + 5_000);
     }
 
+    /// Writes `ranks` as the trace `name` in a fresh folder and runs it.
+    fn replay_nodes(ranks: &[Vec<Node>], name: &str, extra: &str) -> fabricsim_run::RunResult {
+        let tmp = std::env::temp_dir().join(format!("fabricsim-chakra-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&tmp).unwrap();
+        for (r, nodes) in ranks.iter().enumerate() {
+            std::fs::write(tmp.join(format!("{name}.{r}.et")), chakra::encode(nodes)).unwrap();
+        }
+        let sc = Scenario::from_toml_in(&htsim(&format!("kind = \"chakra\"\ntrace = \"{name}\"\n{extra}")), &tmp);
+        std::fs::remove_dir_all(&tmp).ok();
+        run_scenario(sc.unwrap()).1
+    }
+
+    #[test]
+    fn a_root_the_trace_names_is_the_collective_s_root() {
+        // A broadcast from rank 2 (`root`), a reduce to rank 3 (`comm_dst`, where a
+        // reduce's data goes), a gather in group "three" (ranks 1-3) to rank 3
+        // (`root`), and a scatter that names none (its group's lowest rank, 0).
+        let ranks: Vec<Vec<Node>> = (0..4u32)
+            .map(|r| {
+                let third = match r {
+                    0 => comp(3, 5, &[2]),
+                    _ => Node { root: Some((3, "root")), ..coll(3, CollectiveKind::Gather, 300_000, "three", &[2]) },
+                };
+                vec![
+                    Node { root: Some((2, "root")), ..coll(1, CollectiveKind::Broadcast, 400_000, "", &[]) },
+                    Node { root: Some((3, "comm_dst")), ..coll(2, CollectiveKind::Reduce, 400_000, "", &[1]) },
+                    third,
+                    coll(4, CollectiveKind::Scatter, 300_000, "", &[3]),
+                ]
+            })
+            .collect();
+        // The attributes survive the file.
+        let back = chakra::parse(&chakra::encode(&ranks[1])).unwrap();
+        assert_eq!(
+            back.iter().map(|n| n.root).collect::<Vec<_>>(),
+            [Some((2, "root")), Some((3, "comm_dst")), Some((3, "root")), None]
+        );
+        let r = replay_nodes(&ranks, "roots", "");
+        assert_eq!(r.summary["flows"]["unfinished"], 0);
+        let (coll, src, dst) = (col_i64(&r, "collective"), col_u32(&r.flows, "src"), col_u32(&r.flows, "dst"));
+        let of = |k: i64| -> Vec<(u32, u32)> {
+            let mut v: Vec<_> = (0..coll.len()).filter(|&i| coll[i] == k).map(|i| (src[i], dst[i])).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(of(0), vec![(0, 1), (2, 3), (3, 0)], "a chain from rank 2");
+        assert_eq!(of(1), vec![(0, 1), (1, 2), (2, 3)], "a chain ending at rank 3");
+        assert_eq!(of(2), vec![(1, 3), (2, 3)], "to rank 3");
+        assert_eq!(of(3), vec![(0, 1), (0, 2), (0, 3)], "from the lowest rank");
+    }
+
     #[test]
     fn bad_traces_are_refused_with_the_file_record_and_field() {
         let tmp = std::env::temp_dir().join(format!("fabricsim-chakra-{}", std::process::id()));
@@ -410,6 +462,21 @@ mod chakra_traces {
         assert!(e.contains("form a cycle") && e.starts_with("workload[0].trace: t.0.et, record 2 (node 1)"), "{e}");
         let cyc = vec![comp(1, 5, &[2]), comp(2, 5, &[1])];
         assert!(err(&[cyc.clone(), cyc], 0).contains("form a cycle"));
+        // A root outside the process group, and members that disagree on it.
+        let bcast = |root: u32, key: &'static str| Node {
+            root: Some((root, key)),
+            ..coll(1, CollectiveKind::Broadcast, 5, "pair", &[])
+        };
+        let e = err(&[vec![bcast(2, "root")], vec![bcast(2, "root")], vec![comp(1, 5, &[])]], 0);
+        assert_eq!(
+            e,
+            "workload[0].trace: t.0.et, record 2 (node 1): field attr root: rank 2 is not in process group \"pair\" (its ranks: 0, 1)"
+        );
+        let e = err(&[vec![bcast(0, "comm_src")], vec![bcast(1, "comm_src")]], 0);
+        assert!(
+            e.starts_with("workload[0].trace: t.1.et, record 2 (node 1): field attr comm_src: collective 0 of process group \"pair\" names root rank 1 (comm_src) here and rank 0 (comm_src) on rank 0"),
+            "{e}"
+        );
         std::fs::remove_dir_all(&tmp).ok();
     }
 }
