@@ -1025,6 +1025,29 @@ fn parse_workload(
                 let nodes = chakra::parse(&bytes).map_err(|m| r.error("trace", format!("{name}: {m}")))?;
                 list.push((name, nodes));
             }
+            let copies = r.int("replicas", 1, 1 << 16)? as u32;
+            let span: Option<Vec<String>> = match r.raw("span") {
+                None => None,
+                Some(Value::String(w)) if w == "auto" => None,
+                Some(Value::Array(a)) => Some(
+                    a.iter()
+                        .map(|v| match v {
+                            Value::String(g) => Ok(g.clone()),
+                            _ => Err(r.error("span", "expected a list of process group names (pg_name), or \"auto\"")),
+                        })
+                        .collect::<Result<_, _>>()?,
+                ),
+                Some(_) => return Err(r.error("span", "expected a list of process group names (pg_name), or \"auto\"")),
+            };
+            if span.is_some() && copies == 1 {
+                return Err(r.error("span", "applies only with replicas above 1"));
+            }
+            if list.len().saturating_mul(copies as usize) > 1 << 20 {
+                return Err(
+                    r.error("replicas", format!("{copies} copies of {} ranks exceed 1048576 ranks", list.len()))
+                );
+            }
+            let list = chakra::replicate(list, copies, span.as_deref()).map_err(|m| r.error("span", m))?;
             let servers = (list.len() as u32).div_ceil(per_host);
             let hosts: Vec<u32> = match parse_hosts(&mut r, "hosts", HostSet::All)? {
                 HostSet::All => (0..servers).collect(),

@@ -38,6 +38,8 @@ pub enum Ty {
     Table,
     /// An array of tables.
     List,
+    /// A list of names (strings).
+    Names,
 }
 
 /// One key of the schema.
@@ -465,6 +467,8 @@ const W_CHAKRA: &[Param] = &[
     p("ranks", Ty::Int, "auto", "Ranks to read (files <trace>.0.et to <trace>.<ranks-1>.et); auto = every file from rank 0 on."),
     p("ranks_per_host", Ty::Int, "1", "Ranks sharing each host: consecutive ranks r, r+1, ... on one host, their traffic to each other free (NVLink). A trace taken at N ranks runs on N / ranks_per_host hosts."),
     p("hosts", Ty::Hosts, "all", "The host of each group of ranks_per_host ranks, in rank order; all: hosts 0, 1, 2, ..."),
+    p("replicas", Ty::Int, "1", "Copies of the trace side by side: a trace taken at N ranks replays on N x replicas ranks (copy j's rank r is rank jN + r), the collectives of the process groups in span running over every copy (see the README)."),
+    p("span", Ty::Names, "auto", "With replicas: the process groups (pg_name; \"\" for collectives without one) whose collectives span every copy, each rank's buffer kept (data parallelism scaled out); the others stay within each copy. auto = the groups that have every rank of the trace."),
     p("name", Ty::Str, "= trace", "Its name in the jobs table."),
 ];
 const W_HTSIM: &[Param] = &[

@@ -429,6 +429,112 @@ mod chakra_traces {
         assert_eq!(of(3), vec![(0, 1), (0, 2), (0, 3)], "from the lowest rank");
     }
 
+    /// Runs `ranks` (as trace `name`) on one 8-host switch with `extra` keys.
+    fn replay8(ranks: &[Vec<Node>], name: &str, extra: &str) -> Result<fabricsim_run::RunResult, String> {
+        let tmp = std::env::temp_dir().join(format!("fabricsim-chakra8-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&tmp).unwrap();
+        for (r, nodes) in ranks.iter().enumerate() {
+            std::fs::write(tmp.join(format!("{name}.{r}.et")), chakra::encode(nodes)).unwrap();
+        }
+        let toml = format!(
+            "[topology]\nkind = \"leaf_spine\"\nleaves = 1\nspines = 1\nhosts_per_leaf = 8\n\
+             [transport]\nkind = \"roce\"\ncc = \"none\"\n[output]\nsample_interval = \"0us\"\n\
+             [[workload]]\nkind = \"chakra\"\ntrace = \"{name}\"\n{extra}"
+        );
+        let sc = Scenario::from_toml_in(&toml, &tmp);
+        std::fs::remove_dir_all(&tmp).ok();
+        let sim = fabricsim_run::Sim::new(sc.map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+        Ok(run_sim(sim).1)
+    }
+
+    #[test]
+    fn a_four_rank_all_reduce_replicated_twice_is_one_all_reduce_over_eight() {
+        // Data parallelism scaled out: each rank keeps its 8 MB buffer, the ring grows
+        // from 4 to 8 ranks, so its time grows by (2 x 7/8) / (2 x 3/4) = 7/6 and its
+        // bus bandwidth stays that of the links.
+        let ranks: Vec<Vec<Node>> =
+            (0..4).map(|_| vec![coll(1, CollectiveKind::AllReduce, 8_000_000, "", &[])]).collect();
+        let four = replay8(&ranks, "ar", "").unwrap();
+        let eight = replay8(&ranks, "ar", "replicas = 2").unwrap();
+        let (c4, c8) = (&four.collectives, &eight.collectives);
+        assert_eq!((col_u32(c4, "hosts"), col_u32(c8, "hosts")), (vec![4], vec![8]));
+        assert_eq!(col_u64(c8, "size_bytes"), vec![8_000_000]);
+        let (t4, t8) = (col_i64_of(c4, "duration_ns")[0] as f64, col_i64_of(c8, "duration_ns")[0] as f64);
+        let (b4, b8) = (col_f64(c4, "busbw_gbps")[0], col_f64(c8, "busbw_gbps")[0]);
+        assert!((t8 / t4 - 7.0 / 6.0).abs() < 0.02, "{t8} ns against {t4} ns: {}", t8 / t4);
+        assert!((b8 / b4 - 1.0).abs() < 0.02, "busbw {b8} against {b4} Gb/s");
+        assert_eq!(col_u32(&eight.jobs, "ranks"), vec![8]);
+    }
+
+    #[test]
+    fn replicas_span_the_named_groups_and_copy_the_others() {
+        // Tensor-parallel pairs tp0 = {0, 1}, tp1 = {2, 3} all-gather 1 MB; data-parallel
+        // pairs dp0 = {0, 2}, dp1 = {1, 3} all-reduce 2 MB; rank 0 sends rank 3 100 KB.
+        // Two copies with span = dp0, dp1: four tensor-parallel all-gathers of two ranks,
+        // two data-parallel all-reduces of four, and the send in each copy.
+        let ranks: Vec<Vec<Node>> = (0..4u32)
+            .map(|r| {
+                let mut v = vec![
+                    coll(1, CollectiveKind::AllGather, 1_000_000, if r < 2 { "tp0" } else { "tp1" }, &[]),
+                    coll(2, CollectiveKind::AllReduce, 2_000_000, if r % 2 == 0 { "dp0" } else { "dp1" }, &[1]),
+                ];
+                match r {
+                    0 => v.push(p2p(3, true, 3, 100_000, &[2])),
+                    3 => v.push(p2p(3, false, 0, 100_000, &[2])),
+                    _ => {}
+                }
+                v
+            })
+            .collect();
+        let r = replay8(&ranks, "tpdp", "replicas = 2\nspan = [\"dp0\", \"dp1\"]").unwrap();
+        assert_eq!(r.summary["flows"]["unfinished"], 0);
+        let c = &r.collectives;
+        let mut got: Vec<(String, u32, u64)> = col_str(c, "kind")
+            .into_iter()
+            .zip(col_u32(c, "hosts"))
+            .zip(col_u64(c, "size_bytes"))
+            .map(|((k, h), s)| (k, h, s))
+            .collect();
+        got.sort();
+        let ag = ("all_gather".to_string(), 2, 1_000_000);
+        let ar = ("all_reduce".to_string(), 4, 2_000_000);
+        assert_eq!(got, vec![ag.clone(), ag.clone(), ag.clone(), ag, ar.clone(), ar]);
+        // Which hosts each all-reduce spans: its flows' ends.
+        let (coll, src, dst) = (col_i64(&r, "collective"), col_u32(&r.flows, "src"), col_u32(&r.flows, "dst"));
+        let kinds = col_str(c, "kind");
+        let mut spans: Vec<Vec<u32>> = (0..kinds.len() as i64)
+            .filter(|&k| kinds[k as usize] == "all_reduce")
+            .map(|k| {
+                let mut h: Vec<u32> =
+                    (0..coll.len()).filter(|&i| coll[i] == k).flat_map(|i| [src[i], dst[i]]).collect();
+                h.sort();
+                h.dedup();
+                h
+            })
+            .collect();
+        spans.sort();
+        assert_eq!(spans, vec![vec![0, 2, 4, 6], vec![1, 3, 5, 7]]);
+        let sends: Vec<(u32, u32)> = (0..coll.len()).filter(|&i| coll[i] < 0).map(|i| (src[i], dst[i])).collect();
+        assert_eq!(sends, vec![(0, 3), (4, 7)]);
+        // The default span: only groups of every rank, none here, so every collective
+        // stays within its copy.
+        let r = replay8(&ranks, "tpdp", "replicas = 2").unwrap();
+        assert!(col_u32(&r.collectives, "hosts").iter().all(|&h| h == 2));
+        // Refused by name: a group the trace does not have, span without replicas.
+        let e = replay8(&ranks, "tpdp", "replicas = 2\nspan = [\"dp\"]").err().unwrap();
+        assert_eq!(
+            e,
+            "workload[0].span: process group \"dp\" has no collective in the trace (its groups: \"dp0\", \"dp1\", \"tp0\", \"tp1\")"
+        );
+        let e = replay8(&ranks, "tpdp", "span = [\"dp0\"]").err().unwrap();
+        assert_eq!(e, "workload[0].span: applies only with replicas above 1");
+        let e = replay8(&ranks, "tpdp", "replicas = 4").err().unwrap();
+        assert_eq!(
+            e,
+            "workload[0].trace: tpdp.0.et (copy 2): rank 8 is placed on host 8, which does not exist (hosts are 0..7)"
+        );
+    }
+
     #[test]
     fn bad_traces_are_refused_with_the_file_record_and_field() {
         let tmp = std::env::temp_dir().join(format!("fabricsim-chakra-{}", std::process::id()));

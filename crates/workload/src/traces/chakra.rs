@@ -306,6 +306,97 @@ pub fn encode(nodes: &[Node]) -> Vec<u8> {
     out.buf
 }
 
+/// A trace taken at N ranks as `copies` copies side by side, on `copies x N` ranks:
+/// copy `j`'s rank `r` is rank `j N + r`, with the nodes of the trace's rank `r`
+/// (file names `llm.3.et (copy 1)` in errors).
+///
+/// Sends and receives stay within a copy (a pipeline's stages are copied with it).
+/// A collective of a process group named in `span` (`None`: every group that has all
+/// N ranks, such as the collectives without a `pg_name`) spans every copy: the
+/// group's ranks in all copies run it together, each rank's buffer as in the trace
+/// (all-gather, reduce-scatter, gather and scatter, whose nccl-tests size counts a part
+/// per rank, grow `copies` times; the others keep their size), rooted where the trace
+/// roots it (copy 0's rank). This is data parallelism scaled out: a trace of one
+/// data-parallel group, or of a job whose data-parallel groups are named, replays
+/// as the same job with `copies` times the data-parallel degree. Every other group's
+/// collectives stay within each copy (tensor and pipeline parallel groups, renamed
+/// `<name> (copy j)`). A name in `span` that no collective uses is refused.
+pub fn replicate(
+    ranks: Vec<(String, Vec<Node>)>,
+    copies: u32,
+    span: Option<&[String]>,
+) -> Result<Vec<(String, Vec<Node>)>, String> {
+    let n = ranks.len();
+    let mut members: BTreeMap<&str, Vec<bool>> = BTreeMap::new();
+    for (r, (_, nodes)) in ranks.iter().enumerate() {
+        for node in nodes {
+            if let NodeKind::Collective(_) = node.kind {
+                members.entry(&node.group).or_insert_with(|| vec![false; n])[r] = true;
+            }
+        }
+    }
+    let spanned: Vec<String> = match span {
+        Some(names) => {
+            for g in names {
+                if !members.contains_key(g.as_str()) {
+                    let have: Vec<String> = members.keys().map(|k| format!("\"{k}\"")).collect();
+                    return Err(format!(
+                        "process group \"{g}\" has no collective in the trace (its groups: {})",
+                        if have.is_empty() { "none".to_string() } else { have.join(", ") }
+                    ));
+                }
+            }
+            names.to_vec()
+        }
+        None => members.iter().filter(|(_, m)| m.iter().all(|&x| x)).map(|(g, _)| g.to_string()).collect(),
+    };
+    if copies <= 1 {
+        return Ok(ranks);
+    }
+    let mut out = Vec::with_capacity(n * copies as usize);
+    for j in 0..copies {
+        let shift = j * n as u32;
+        for (file, nodes) in &ranks {
+            let file = if j == 0 { file.clone() } else { format!("{file} (copy {j})") };
+            let nodes = nodes
+                .iter()
+                .map(|node| {
+                    let mut c = node.clone();
+                    match c.kind {
+                        NodeKind::Send | NodeKind::Recv => c.peer += shift,
+                        NodeKind::Collective(kind) if spanned.contains(&c.group) => {
+                            c.size *= match kind {
+                                CollectiveKind::AllGather
+                                | CollectiveKind::ReduceScatter
+                                | CollectiveKind::Gather
+                                | CollectiveKind::Scatter => copies as u64,
+                                CollectiveKind::AllReduce
+                                | CollectiveKind::Reduce
+                                | CollectiveKind::Broadcast
+                                | CollectiveKind::AllToAll
+                                | CollectiveKind::AllToAllV
+                                | CollectiveKind::Barrier => 1,
+                            };
+                        }
+                        NodeKind::Collective(_) => {
+                            if j > 0 {
+                                c.group = format!("{} (copy {j})", c.group);
+                            }
+                            if let Some((root, _)) = &mut c.root {
+                                *root += shift;
+                            }
+                        }
+                        NodeKind::Compute | NodeKind::Other => {}
+                    }
+                    c
+                })
+                .collect();
+            out.push((file, nodes));
+        }
+    }
+    Ok(out)
+}
+
 /// A trace to replay: each rank's file name (for errors), nodes and host.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Trace {
