@@ -266,7 +266,7 @@ impl Scenario {
                 format!("is required (a table with kind = one of: {})", schema::TOPOLOGY_KINDS.join(", ")),
             ));
         };
-        let (topology, links, mtu, buffer) = parse_topology(topo)?;
+        let (topology, links, mtu, buffer) = parse_topology(topo, base)?;
         let empty = Value::Table(toml::Table::new());
         let (mut fabric, reroute_after) = parse_fabric(top.raw("fabric").unwrap_or(&empty), buffer, mtu)?;
         fabric.seed = seed;
@@ -393,15 +393,28 @@ fn u32_key_or(r: &mut Reader<'_>, key: &'static str, default: i64) -> Result<u32
     Ok(r.int_or(key, default, 1, u32::MAX as i64)? as u32)
 }
 
-fn parse_topology(v: &Value) -> Result<(TopologySpec, LinkParams, u32, u64), ScenarioError> {
+fn parse_topology(v: &Value, base: &Path) -> Result<(TopologySpec, LinkParams, u32, u64), ScenarioError> {
     let mut r = Reader::new("topology", v)?;
     r.documented(&params_for("topology", ""));
     let kind = r.choose("kind")?;
     r.documented(&params_for("topology", &kind));
+    if kind == "htsim" {
+        // The file gives the links' rates and delay.
+        for (key, from) in [
+            ("host_link", "tier 0's Downlink_speed_Gbps"),
+            ("fabric_link", "tier 1's Downlink_speed_Gbps"),
+            ("link_delay", "the tiers' Downlink_Latency_ns"),
+        ] {
+            if r.raw_peek(key).is_some() {
+                return Err(r.error(key, format!("is set by the .topo file ({from}); leave it out")));
+            }
+        }
+    }
     let host_link = r.rate_d("host_link")?;
     // The catalog's default: the host links' rate.
     let fabric_link = r.rate("fabric_link")?.unwrap_or(host_link);
     let delay = r.duration_d("link_delay")?;
+    let mut links = LinkParams { host_link, fabric_link, delay };
     let mtu = r.int("mtu", 256, 9000)? as u32;
     let buffer = r.size_d("switch_buffer")?;
     if buffer < 16_384 {
@@ -434,10 +447,16 @@ fn parse_topology(v: &Value) -> Result<(TopologySpec, LinkParams, u32, u64), Sce
             hosts_per_group: u32_key(&mut r, "hosts_per_group")?,
             t1_per_plane: u32_key(&mut r, "t1_per_plane")?,
         },
+        "htsim" => {
+            let (name, text) = read_file(&mut r, "file", base)?;
+            let t = fabricsim_fabric::htsim_topo::parse(&text).map_err(|m| r.error("file", format!("{name}: {m}")))?;
+            links = LinkParams { host_link: t.host_link, fabric_link: t.fabric_link, delay: t.delay };
+            t.spec
+        }
         _ => unreachable!("choice() only returns allowed kinds"),
     };
     r.finish(&params_for("topology", &kind))?;
-    Ok((spec, LinkParams { host_link, fabric_link, delay }, mtu, buffer))
+    Ok((spec, links, mtu, buffer))
 }
 
 /// The switches' behaviour, and how long after a topology change ECMP tables are

@@ -78,7 +78,7 @@ const fn c(key: &'static str, default: &'static str, choices: &'static [&'static
 }
 
 /// Topology kinds.
-pub const TOPOLOGY_KINDS: &[&str] = &["leaf_spine", "fat_tree", "multi_plane"];
+pub const TOPOLOGY_KINDS: &[&str] = &["leaf_spine", "fat_tree", "multi_plane", "htsim"];
 /// Transport kinds.
 pub const TRANSPORT_KINDS: &[&str] = TransportKind::NAMES;
 /// Workload kinds.
@@ -136,6 +136,12 @@ const LEAF_SPINE: &[Param] = &[
     p("spines", Ty::Int, "4", "Spine switches; every leaf has one link to every spine."),
     p("hosts_per_leaf", Ty::Int, "8", "Hosts under each leaf."),
 ];
+const HTSIM_TOPO: &[Param] = &[p(
+    "file",
+    Ty::Str,
+    "",
+    "An htsim fat-tree topology file (.topo), relative to the scenario's folder: Nodes, Tiers (2: a leaf_spine, 3: a fat_tree), Podsize, and per tier Downlink_speed_Gbps, Radix_Down, Radix_Up, Downlink_Latency_ns (host_link, fabric_link and link_delay come from it). Bundles, unequal latencies, switch latencies and non-fat-tree pods are refused (see the README).",
+)];
 const FAT_TREE: &[Param] = &[
     p(
         "k",
@@ -601,6 +607,7 @@ pub const CATALOG: &[Section] = &[
     Section { section: "topology", kind: None, doc: "Keys of every topology.", params: TOPOLOGY_COMMON },
     Section { section: "topology", kind: Some("leaf_spine"), doc: "Two-tier leaf-spine.", params: LEAF_SPINE },
     Section { section: "topology", kind: Some("fat_tree"), doc: "Three-tier k-ary fat-tree (edge, aggregation, core).", params: FAT_TREE },
+    Section { section: "topology", kind: Some("htsim"), doc: "The fat-tree of an htsim .topo file, as the leaf_spine or fat_tree it describes.", params: HTSIM_TOPO },
     Section { section: "topology", kind: Some("multi_plane"), doc: "Multi-plane two-tier Clos (MRC): one NIC port per plane, T0 per plane per group, T1 per plane.", params: MULTI_PLANE },
     Section { section: "fabric", kind: None, doc: "Switch behaviour.", params: FABRIC },
     Section { section: "fabric.pfc", kind: None, doc: "PFC's thresholds.", params: PFC },

@@ -96,6 +96,69 @@ fn a_multishot_pool_whose_flows_reactivate_it_runs_them_one_after_another() {
 }
 
 #[test]
+fn an_htsim_topo_file_builds_the_fabric_it_describes() {
+    // htsim's leaf_spine_tiny.topo (4 ToRs of 8 hosts, 2 spines, 4:1) and a k = 4
+    // fat-tree, each against the same fabric written out in fabricsim's keys: the same
+    // connection matrix gives the same flow times.
+    let dir = std::env::temp_dir().join(format!("fabricsim-topo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = [
+        (
+            "Nodes 32\nTiers 2\nPodsize 32\n\nTier 0\nDownlink_speed_Gbps 100\nRadix_Down 8\nRadix_Up 2\n\
+             Downlink_Latency_ns 1000\nSwitch_Latency_ns 0\nOversubscribed 4\n\nTier 1\nDownlink_speed_Gbps 100\n\
+             Radix_Down 4\nDownlink_Latency_ns 1000\nSwitch_Latency_ns 0\n",
+            "kind = \"leaf_spine\"\nleaves = 4\nspines = 2\nhosts_per_leaf = 8\nhost_link = \"100Gbps\"\nlink_delay = \"1us\"",
+            32,
+        ),
+        (
+            "Nodes 16\nTiers 3\nPodsize 4\nTier 0\nDownlink_speed_Gbps 40\nRadix_Down 2\nRadix_Up 2\nDownlink_Latency_ns 500\n\
+             Tier 1\nDownlink_speed_Gbps 40\nRadix_Down 2\nRadix_Up 2\nDownlink_Latency_ns 500\n\
+             Tier 2\nDownlink_speed_Gbps 40\nRadix_Down 4\nDownlink_Latency_ns 500\n",
+            "kind = \"fat_tree\"\nk = 4\nhost_link = \"40Gbps\"\nlink_delay = \"500ns\"",
+            16,
+        ),
+    ];
+    let cm = "Nodes 16\n0->9 start 0 size 2000000\n1->9 start 0 size 2000000\n4->15 start 3 size 500000\n15->0 start 1 size 64000\n";
+    std::fs::write(dir.join("m.cm"), cm).unwrap();
+    for (topo, keys, hosts) in cases {
+        std::fs::write(dir.join("f.topo"), topo).unwrap();
+        let run = |topology: &str| {
+            let toml = format!(
+                "[topology]\n{topology}\n[transport]\nkind = \"roce\"\ncc = \"none\"\n[output]\nsample_interval = \"0us\"\n\
+                 [[workload]]\nkind = \"htsim\"\nfile = \"m.cm\"\nhosts = [{}]",
+                (0..16).map(|h| h.to_string()).collect::<Vec<_>>().join(", ")
+            );
+            run_scenario(Scenario::from_toml_in(&toml, &dir).unwrap()).1
+        };
+        let a = run("kind = \"htsim\"\nfile = \"f.topo\"");
+        let b = run(keys);
+        assert_eq!(a.summary["hosts"], hosts);
+        assert_eq!(col_i64(&a, "finish_ns"), col_i64(&b, "finish_ns"), "{keys}");
+        assert!(col_i64(&a, "finish_ns").iter().all(|&f| f > 0));
+    }
+    // Keys the file sets are refused beside it, and a file fabricsim cannot build names
+    // its line.
+    let toml = |extra: &str| {
+        format!(
+            "[topology]\nkind = \"htsim\"\nfile = \"f.topo\"\n{extra}\n[[workload]]\nkind = \"htsim\"\nfile = \"m.cm\""
+        )
+    };
+    let e = Scenario::from_toml_in(&toml("link_delay = \"2us\""), &dir).unwrap_err().to_string();
+    assert!(e.starts_with("topology.link_delay: is set by the .topo file"), "{e}");
+    std::fs::write(
+        dir.join("f.topo"),
+        cases[1].0.replace("Tier 2\nDownlink_speed_Gbps 40", "Tier 2\nDownlink_speed_Gbps 100"),
+    )
+    .unwrap();
+    let e = Scenario::from_toml_in(&toml(""), &dir).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "topology.file: f.topo: line 15, Downlink_speed_Gbps: cores' links at 100 Gb/s, aggregation switches' at 40; fabricsim has one fabric_link rate"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
 fn nodes_map_onto_hosts_and_failures_become_links_down() {
     let dir = std::env::temp_dir().join(format!("fabricsim-cm-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
