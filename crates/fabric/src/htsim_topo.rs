@@ -6,8 +6,10 @@
 //! is the ToRs, `Tier 1` the aggregation or spine switches, `Tier 2` the cores) of
 //! `Downlink_speed_Gbps`, `Radix_Down`, `Radix_Up` (not on the top tier),
 //! `Downlink_Latency_ns`, and optionally `Switch_Latency_ns`, `Oversubscribed` and
-//! `Bundle` (parallel links to the tier below). Keys are case-insensitive; `#` starts
-//! a comment line.
+//! `Bundle` (parallel links to the tier below); `Queue_Down` and `Queue_Up` (per-port
+//! queue bytes, newer htsim) are read and ignored, since fabricsim's switches share one
+//! buffer (`switch_buffer`). Keys are case-insensitive; `#` starts a comment line; an
+//! unknown key is refused (htsim skips it silently).
 //!
 //! ```text
 //! Nodes 32
@@ -118,7 +120,9 @@ pub fn parse(text: &str) -> Result<HtsimTopology, String> {
                     ));
                 };
                 let tier = tiers[t].as_mut().expect("current tier exists");
-                const KEYS: [&str; 7] = [
+                const KEYS: [&str; 9] = [
+                    "queue_down",
+                    "queue_up",
                     "downlink_speed_gbps",
                     "radix_down",
                     "radix_up",
@@ -136,9 +140,10 @@ pub fn parse(text: &str) -> Result<HtsimTopology, String> {
                     "switch_latency_ns" => set(&mut tier.switch_latency, v)?,
                     "oversubscribed" => set(&mut tier.oversub, v)?,
                     "bundle" => set(&mut tier.bundle, v)?,
+                    "queue_down" | "queue_up" => {}
                     _ => {
                         return Err(format!(
-                            "line {line}: unknown key \"{first}\" (allowed: Nodes, Tiers, Podsize, Tier, Downlink_speed_Gbps, Radix_Down, Radix_Up, Downlink_Latency_ns, Switch_Latency_ns, Oversubscribed, Bundle)"
+                            "line {line}: unknown key \"{first}\" (allowed: Nodes, Tiers, Podsize, Tier, Downlink_speed_Gbps, Radix_Down, Radix_Up, Downlink_Latency_ns, Switch_Latency_ns, Oversubscribed, Bundle, Queue_Down, Queue_Up)"
                         ))
                     }
                 }
@@ -320,6 +325,9 @@ mod tests {
         let t = parse(TINY).unwrap();
         assert_eq!(t.spec, TopologySpec::LeafSpine { leaves: 4, spines: 2, hosts_per_leaf: 8 });
         assert_eq!((t.host_link, t.fabric_link, t.delay), (Rate::gbps(100), Rate::gbps(100), Dur::from_us(1)));
+        // Newer htsim's per-port queue sizes are read and ignored.
+        let queues = TINY.replace("Radix_Up 2\n", "Radix_Up 2\nQueue_Up 150000\nQueue_Down 150000\n");
+        assert_eq!(parse(&queues).unwrap(), t);
     }
 
     #[test]
