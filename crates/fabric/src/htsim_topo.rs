@@ -210,7 +210,7 @@ pub fn parse(text: &str) -> Result<HtsimTopology, String> {
     }
     let oversub = |k: usize| tier[k].oversub.map_or(1, |o| o.0.max(1));
     let whole = |num: u64, den: u64, what: &str, line: usize, key: &str| -> Result<u64, String> {
-        if den == 0 || num % den != 0 {
+        if den == 0 || !num.is_multiple_of(den) {
             return Err(format!("line {line}, {key}: {what} is not a whole number ({num} / {den})"));
         }
         Ok(num / den)
