@@ -1204,8 +1204,13 @@ fn read_file(r: &mut Reader<'_>, key: &'static str, base: &Path) -> Result<(Stri
         None => return Err(r.error(key, "is required (a file name, relative to the scenario's folder)")),
     };
     let path = base.join(&name);
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| r.error(key, format!("cannot read {}: {}", path.display(), e.to_string().to_lowercase())))?;
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        // Quoted (and cut when long), as every value an error shows.
+        r.error(
+            key,
+            format!("cannot read {}: {}", crate::quoted(&path.display().to_string()), e.to_string().to_lowercase()),
+        )
+    })?;
     Ok((name, text))
 }
 
