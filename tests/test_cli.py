@@ -55,7 +55,7 @@ def test_a_bad_scenario_fails_with_one_paragraph_and_no_output(tmp_path):
     p = cli("run", str(bad), "--out", str(out))
     assert p.returncode == 2
     assert p.stderr.count("\n") == 1
-    assert 'topology.kind: unknown value "ring" (allowed: leaf_spine, fat_tree, multi_plane)' in p.stderr
+    assert 'topology.kind: unknown value "ring" (allowed: leaf_spine, fat_tree, multi_plane, htsim)' in p.stderr
     assert "Traceback" not in p.stderr
     assert not out.exists()
     assert sorted(x.name for x in tmp_path.iterdir()) == ["bad.toml"]

@@ -15,6 +15,7 @@
 //! * [`fabric`]: the event handlers (transmit done, arrival, PFC frame) and the
 //!   interface hosts use to send and receive.
 //! * [`partition`]: splitting the fabric for a run on several threads.
+//! * [`htsim_topo`]: htsim's fat-tree `.topo` files as the topology they describe.
 //!
 //! The fabric never calls into a transport. It reports two things upward through
 //! [`FabricOutput`]: a packet arrived at a host, or a host's NIC port can take
@@ -23,6 +24,7 @@
 
 pub mod config;
 pub mod fabric;
+pub mod htsim_topo;
 pub mod partition;
 pub mod pool;
 pub mod port;

@@ -53,10 +53,15 @@ impl MsgState {
 /// Which messages wait for which, in compressed form: message `d` depends on `m` when
 /// `(d, gap)` is among `dependents[start[m]..start[m + 1]]`, `gap` the time `d` waits
 /// after `m` is received (a compute gap, `MessageSpec::after`).
+///
+/// Multishot triggers ([`fabricsim_workload::Shot`]) release as the run goes: `fires`
+/// lists `(activator, trigger)` sorted, and `next[s]` is trigger `s`'s next target.
 #[derive(Clone, Debug, Default)]
 pub struct Dependencies {
     start: Vec<u32>,
     pub(crate) dependents: Vec<(u32, Dur)>,
+    fires: Vec<(u32, u32)>,
+    next: Vec<u32>,
 }
 
 impl Dependencies {
@@ -79,7 +84,24 @@ impl Dependencies {
                 fill[d as usize] += 1;
             }
         }
-        Dependencies { start, dependents }
+        let mut fires: Vec<(u32, u32)> = plan
+            .shots
+            .iter()
+            .enumerate()
+            .flat_map(|(s, shot)| shot.activators.iter().map(move |&a| (a, s as u32)))
+            .collect();
+        fires.sort_unstable();
+        Dependencies { start, dependents, fires, next: vec![0; plan.shots.len()] }
+    }
+
+    /// How many dependencies each message of `plan` waits for: its own, and one for
+    /// each multishot trigger it is a target of.
+    pub(crate) fn waits(plan: &Plan) -> Vec<u32> {
+        let mut n: Vec<u32> = plan.messages.iter().map(|m| m.deps.len() as u32).collect();
+        for t in plan.shots.iter().flat_map(|s| &s.targets) {
+            n[*t as usize] += 1;
+        }
+        n
     }
 
     /// Where message `m`'s dependents are in `dependents`.
@@ -237,6 +259,33 @@ impl Sim {
             let st = &mut self.msgs[d as usize];
             st.deps_left -= 1;
             st.ready = st.ready.max(now + gap);
+            if st.deps_left == 0 {
+                self.q.push(st.ready, Event::Start(d));
+            }
+        }
+        if !self.deps.fires.is_empty() {
+            self.fire_shots(now, m);
+        }
+    }
+
+    /// Message `m` completed: each multishot trigger it activates releases its next
+    /// target, if it has one left, at once (htsim's `MultiShotTrigger::activate`).
+    #[cold]
+    #[inline(never)]
+    fn fire_shots(&mut self, now: Time, m: u32) {
+        let from = self.deps.fires.partition_point(|&(a, _)| a < m);
+        for k in from..self.deps.fires.len() {
+            let (a, s) = self.deps.fires[k];
+            if a != m {
+                break;
+            }
+            let targets = &self.plan.shots[s as usize].targets;
+            let next = &mut self.deps.next[s as usize];
+            let Some(&d) = targets.get(*next as usize) else { continue };
+            *next += 1;
+            let st = &mut self.msgs[d as usize];
+            st.deps_left -= 1;
+            st.ready = st.ready.max(now);
             if st.deps_left == 0 {
                 self.q.push(st.ready, Event::Start(d));
             }

@@ -84,6 +84,29 @@ pub(crate) fn check(sim: &Sim) -> Result<(), ScenarioError> {
             }
         }
     }
+    // A multishot trigger's k-th completion is known only where the completions
+    // happen: all of them, and the targets' senders, in one partition.
+    for (s, shot) in sim.plan.shots.iter().enumerate() {
+        let at = |m: u32, released: bool| {
+            let spec = &msgs[m as usize];
+            let c = sim.plan.conns[spec.conn as usize];
+            let host = if !released || spec.is_mark() || spec.on_ack { c.src } else { c.dst };
+            (host, owner[host as usize])
+        };
+        let hosts = shot.activators.iter().map(|&a| at(a, true)).chain(shot.targets.iter().map(|&t| at(t, false)));
+        let mut first = None;
+        for (host, part) in hosts {
+            let (h0, p0) = *first.get_or_insert((host, part));
+            if part != p0 {
+                return Err(ScenarioError::new(
+                    "partitions",
+                    format!(
+                        "with {n} partitions, a multishot trigger (number {s} of the plan) involves host {h0} (partition {p0}) and host {host} (partition {part}); which flow it starts depends on the order of completions in both. Use partitions = 1 for this workload"
+                    ),
+                ));
+            }
+        }
+    }
     Ok(())
 }
 
@@ -520,5 +543,13 @@ mod tests {
                 .unwrap();
         sim.plan.messages[1].deps = vec![0];
         assert!(check(&sim).is_ok());
+        // A multishot trigger whose activation is received in host 9's partition and
+        // whose target is sent from host 0's.
+        sim.plan.messages[1].deps.clear();
+        sim.plan.shots.push(fabricsim_workload::Shot { activators: vec![0], targets: vec![1] });
+        assert!(check(&sim).is_ok(), "message 0 arrives at host 9, which sends message 1");
+        sim.plan.shots[0] = fabricsim_workload::Shot { activators: vec![1], targets: vec![1] };
+        let err = check(&sim).unwrap_err().to_string();
+        assert!(err.contains("multishot") && err.contains("host 1") && err.contains("host 9"), "{err}");
     }
 }

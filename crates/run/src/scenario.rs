@@ -266,7 +266,7 @@ impl Scenario {
                 format!("is required (a table with kind = one of: {})", schema::TOPOLOGY_KINDS.join(", ")),
             ));
         };
-        let (topology, links, mtu, buffer) = parse_topology(topo)?;
+        let (topology, links, mtu, buffer) = parse_topology(topo, base)?;
         let empty = Value::Table(toml::Table::new());
         let (mut fabric, reroute_after) = parse_fabric(top.raw("fabric").unwrap_or(&empty), buffer, mtu)?;
         fabric.seed = seed;
@@ -393,15 +393,28 @@ fn u32_key_or(r: &mut Reader<'_>, key: &'static str, default: i64) -> Result<u32
     Ok(r.int_or(key, default, 1, u32::MAX as i64)? as u32)
 }
 
-fn parse_topology(v: &Value) -> Result<(TopologySpec, LinkParams, u32, u64), ScenarioError> {
+fn parse_topology(v: &Value, base: &Path) -> Result<(TopologySpec, LinkParams, u32, u64), ScenarioError> {
     let mut r = Reader::new("topology", v)?;
     r.documented(&params_for("topology", ""));
     let kind = r.choose("kind")?;
     r.documented(&params_for("topology", &kind));
+    if kind == "htsim" {
+        // The file gives the links' rates and delay.
+        for (key, from) in [
+            ("host_link", "tier 0's Downlink_speed_Gbps"),
+            ("fabric_link", "tier 1's Downlink_speed_Gbps"),
+            ("link_delay", "the tiers' Downlink_Latency_ns"),
+        ] {
+            if r.raw_peek(key).is_some() {
+                return Err(r.error(key, format!("is set by the .topo file ({from}); leave it out")));
+            }
+        }
+    }
     let host_link = r.rate_d("host_link")?;
     // The catalog's default: the host links' rate.
     let fabric_link = r.rate("fabric_link")?.unwrap_or(host_link);
     let delay = r.duration_d("link_delay")?;
+    let mut links = LinkParams { host_link, fabric_link, delay };
     let mtu = r.int("mtu", 256, 9000)? as u32;
     let buffer = r.size_d("switch_buffer")?;
     if buffer < 16_384 {
@@ -434,10 +447,16 @@ fn parse_topology(v: &Value) -> Result<(TopologySpec, LinkParams, u32, u64), Sce
             hosts_per_group: u32_key(&mut r, "hosts_per_group")?,
             t1_per_plane: u32_key(&mut r, "t1_per_plane")?,
         },
+        "htsim" => {
+            let (name, text) = read_file(&mut r, "file", base)?;
+            let t = fabricsim_fabric::htsim_topo::parse(&text).map_err(|m| r.error("file", format!("{name}: {m}")))?;
+            links = LinkParams { host_link: t.host_link, fabric_link: t.fabric_link, delay: t.delay };
+            t.spec
+        }
         _ => unreachable!("choice() only returns allowed kinds"),
     };
     r.finish(&params_for("topology", &kind))?;
-    Ok((spec, LinkParams { host_link, fabric_link, delay }, mtu, buffer))
+    Ok((spec, links, mtu, buffer))
 }
 
 /// The switches' behaviour, and how long after a topology change ECMP tables are
@@ -1025,6 +1044,29 @@ fn parse_workload(
                 let nodes = chakra::parse(&bytes).map_err(|m| r.error("trace", format!("{name}: {m}")))?;
                 list.push((name, nodes));
             }
+            let copies = r.int("replicas", 1, 1 << 16)? as u32;
+            let span: Option<Vec<String>> = match r.raw("span") {
+                None => None,
+                Some(Value::String(w)) if w == "auto" => None,
+                Some(Value::Array(a)) => Some(
+                    a.iter()
+                        .map(|v| match v {
+                            Value::String(g) => Ok(g.clone()),
+                            _ => Err(r.error("span", "expected a list of process group names (pg_name), or \"auto\"")),
+                        })
+                        .collect::<Result<_, _>>()?,
+                ),
+                Some(_) => return Err(r.error("span", "expected a list of process group names (pg_name), or \"auto\"")),
+            };
+            if span.is_some() && copies == 1 {
+                return Err(r.error("span", "applies only with replicas above 1"));
+            }
+            if list.len().saturating_mul(copies as usize) > 1 << 20 {
+                return Err(
+                    r.error("replicas", format!("{copies} copies of {} ranks exceed 1048576 ranks", list.len()))
+                );
+            }
+            let list = chakra::replicate(list, copies, span.as_deref()).map_err(|m| r.error("span", m))?;
             let servers = (list.len() as u32).div_ceil(per_host);
             let hosts: Vec<u32> = match parse_hosts(&mut r, "hosts", HostSet::All)? {
                 HostSet::All => (0..servers).collect(),
@@ -1061,7 +1103,7 @@ fn parse_workload(
                 }
             }
             failures = cm.failures;
-            WorkloadKind::Dag { flows, source: (r.path("file"), name) }
+            WorkloadKind::Dag { flows, shots: cm.shots, source: (r.path("file"), name) }
         }
         "message_rate" | "rpc" => {
             if r.raw_peek("clients").is_none() {
@@ -1162,8 +1204,13 @@ fn read_file(r: &mut Reader<'_>, key: &'static str, base: &Path) -> Result<(Stri
         None => return Err(r.error(key, "is required (a file name, relative to the scenario's folder)")),
     };
     let path = base.join(&name);
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| r.error(key, format!("cannot read {}: {}", path.display(), e.to_string().to_lowercase())))?;
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        // Quoted (and cut when long), as every value an error shows.
+        r.error(
+            key,
+            format!("cannot read {}: {}", crate::quoted(&path.display().to_string()), e.to_string().to_lowercase()),
+        )
+    })?;
     Ok((name, text))
 }
 

@@ -38,6 +38,8 @@ pub enum Ty {
     Table,
     /// An array of tables.
     List,
+    /// A list of names (strings).
+    Names,
 }
 
 /// One key of the schema.
@@ -76,7 +78,7 @@ const fn c(key: &'static str, default: &'static str, choices: &'static [&'static
 }
 
 /// Topology kinds.
-pub const TOPOLOGY_KINDS: &[&str] = &["leaf_spine", "fat_tree", "multi_plane"];
+pub const TOPOLOGY_KINDS: &[&str] = &["leaf_spine", "fat_tree", "multi_plane", "htsim"];
 /// Transport kinds.
 pub const TRANSPORT_KINDS: &[&str] = TransportKind::NAMES;
 /// Workload kinds.
@@ -134,6 +136,12 @@ const LEAF_SPINE: &[Param] = &[
     p("spines", Ty::Int, "4", "Spine switches; every leaf has one link to every spine."),
     p("hosts_per_leaf", Ty::Int, "8", "Hosts under each leaf."),
 ];
+const HTSIM_TOPO: &[Param] = &[p(
+    "file",
+    Ty::Str,
+    "",
+    "An htsim fat-tree topology file (.topo), relative to the scenario's folder: Nodes, Tiers (2: a leaf_spine, 3: a fat_tree), Podsize, and per tier Downlink_speed_Gbps, Radix_Down, Radix_Up, Downlink_Latency_ns (host_link, fabric_link and link_delay come from it). Bundles, unequal latencies, switch latencies and non-fat-tree pods are refused (see the README).",
+)];
 const FAT_TREE: &[Param] = &[
     p(
         "k",
@@ -465,10 +473,12 @@ const W_CHAKRA: &[Param] = &[
     p("ranks", Ty::Int, "auto", "Ranks to read (files <trace>.0.et to <trace>.<ranks-1>.et); auto = every file from rank 0 on."),
     p("ranks_per_host", Ty::Int, "1", "Ranks sharing each host: consecutive ranks r, r+1, ... on one host, their traffic to each other free (NVLink). A trace taken at N ranks runs on N / ranks_per_host hosts."),
     p("hosts", Ty::Hosts, "all", "The host of each group of ranks_per_host ranks, in rank order; all: hosts 0, 1, 2, ..."),
+    p("replicas", Ty::Int, "1", "Copies of the trace side by side: a trace taken at N ranks replays on N x replicas ranks (copy j's rank r is rank jN + r), the collectives of the process groups in span running over every copy (see the README)."),
+    p("span", Ty::Names, "auto", "With replicas: the process groups (pg_name; \"\" for collectives without one) whose collectives span every copy, each rank's buffer kept (data parallelism scaled out); the others stay within each copy. auto = the groups that have every rank of the trace."),
     p("name", Ty::Str, "= trace", "Its name in the jobs table."),
 ];
 const W_HTSIM: &[Param] = &[
-    p("file", Ty::Str, "", "An htsim connection matrix (.cm), relative to the scenario's folder: Nodes/Connections/Triggers/Failures headers, `src->dst id N start <us> size <bytes>` flows, oneshot and barrier triggers (recv_done_trigger: the flow's arrival; send_done_trigger: its acknowledgement at the sender), failure lines (links down from the start)."),
+    p("file", Ty::Str, "", "An htsim connection matrix (.cm), relative to the scenario's folder: Nodes/Connections/Triggers/Failures headers, `src->dst id N start <us> size <bytes>` flows, oneshot, barrier and multishot triggers as htsim runs them (recv_done_trigger: the flow's arrival; send_done_trigger: its acknowledgement at the sender), failure lines (links down from the start)."),
     p("hosts", Ty::Hosts, "all", "The host of each node of the file, in node order; all: node i is host i."),
 ];
 
@@ -597,6 +607,7 @@ pub const CATALOG: &[Section] = &[
     Section { section: "topology", kind: None, doc: "Keys of every topology.", params: TOPOLOGY_COMMON },
     Section { section: "topology", kind: Some("leaf_spine"), doc: "Two-tier leaf-spine.", params: LEAF_SPINE },
     Section { section: "topology", kind: Some("fat_tree"), doc: "Three-tier k-ary fat-tree (edge, aggregation, core).", params: FAT_TREE },
+    Section { section: "topology", kind: Some("htsim"), doc: "The fat-tree of an htsim .topo file, as the leaf_spine or fat_tree it describes.", params: HTSIM_TOPO },
     Section { section: "topology", kind: Some("multi_plane"), doc: "Multi-plane two-tier Clos (MRC): one NIC port per plane, T0 per plane per group, T1 per plane.", params: MULTI_PLANE },
     Section { section: "fabric", kind: None, doc: "Switch behaviour.", params: FABRIC },
     Section { section: "fabric.pfc", kind: None, doc: "PFC's thresholds.", params: PFC },

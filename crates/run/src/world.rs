@@ -216,10 +216,12 @@ impl Sim {
         // loop's client posts hundreds in a row on one or two connections); the last
         // two kept, not every connection's (an all-to-all has a million).
         let mut recent: [(u32, Option<Vec<_>>); 2] = [(u32::MAX, None), (u32::MAX, None)];
+        let waits = Dependencies::waits(&plan);
         let msgs = plan
             .messages
             .iter()
-            .map(|m| {
+            .zip(waits)
+            .map(|(m, waits)| {
                 let c = plan.conns[m.conn as usize];
                 let transport = scenario.transport_of(c.workload);
                 if recent[0].0 != m.conn {
@@ -232,7 +234,7 @@ impl Sim {
                 let (ideal, sender_ideal) = recent[0].1.as_ref().map_or((Dur::ZERO, Dur::ZERO), |hops| {
                     ideal_times(hops, transport, m.size, scenario.mtu, nics_per_host, scenario.links.host_link)
                 });
-                MsgState::new(m.deps.len() as u32, Time::ZERO + m.start, ideal, sender_ideal)
+                MsgState::new(waits, Time::ZERO + m.start, ideal, sender_ideal)
             })
             .collect();
         let deps = Dependencies::new(&plan);
@@ -287,7 +289,7 @@ impl Sim {
             self.q.push(Time::ZERO + f.at, Event::Fault(i as u32));
         }
         for (i, m) in self.plan.messages.iter().enumerate() {
-            if m.deps.is_empty() && self.owns_host(self.plan.conns[m.conn as usize].src) {
+            if self.msgs[i].deps_left == 0 && self.owns_host(self.plan.conns[m.conn as usize].src) {
                 self.q.push(Time::ZERO + m.start, Event::Start(i as u32));
             }
         }

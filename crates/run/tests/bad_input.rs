@@ -29,7 +29,7 @@ fn error_of(toml: &str) -> String {
 #[case::unknown_top_key("colour = \"red\"\n", "colour: unknown key (allowed here: name, seed, stop")]
 #[case::bad_rate("", "topology.host_link: expected a positive rate")]
 #[case::zero_leaves("", "topology.leaves: must be between 1 and")]
-#[case::unknown_kind("", "topology.kind: unknown value \"torus\" (allowed: leaf_spine, fat_tree, multi_plane)")]
+#[case::unknown_kind("", "topology.kind: unknown value \"torus\" (allowed: leaf_spine, fat_tree, multi_plane, htsim)")]
 #[case::odd_k("", "topology.k: must be even, got 5")]
 #[case::oversubscription("", "topology.oversubscription: must divide k/2 = 2 (allowed: 1, 2)")]
 #[case::negative_size("", "workload[0].size: must not be negative, got -5")]
@@ -438,7 +438,8 @@ fn every_kind_parses_with_the_catalogs_defaults() {
         }
         other => format!("kind = \"{other}\"\nsize = 100"),
     };
-    for topo in TOPOLOGY_KINDS {
+    // (An htsim topology needs its file: its own tests parse one.)
+    for topo in TOPOLOGY_KINDS.iter().filter(|k| **k != "htsim") {
         for transport in TRANSPORT_KINDS {
             let toml = format!(
                 "[topology]\nkind = \"{topo}\"\n[transport]\nkind = \"{transport}\"\n[[workload]]\n{}\n",

@@ -143,6 +143,11 @@ fn value_for(p: &'static Param, section: &'static str) -> BoxedStrategy<Value> {
             prop_oneof![any::<bool>().prop_map(Value::Boolean), section_table(sub)].boxed()
         }
         Ty::List => prop::collection::vec(section_table(None), 0..4).prop_map(Value::Array).boxed(),
+        Ty::Names => {
+            prop::collection::vec(prop::sample::select(vec!["", "dp", "x"]).prop_map(|s| Value::String(s.into())), 0..3)
+                .prop_map(Value::Array)
+                .boxed()
+        }
     };
     prop_oneof![4 => right, 1 => any_value()].boxed()
 }

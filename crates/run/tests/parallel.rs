@@ -364,3 +364,35 @@ fn partitioned_runs_keep_every_sample_of_a_plain_run() {
         assert!(rn.summary["sampling_stopped_ns"].is_null());
     }
 }
+
+#[test]
+fn a_multishot_trigger_within_a_partition_runs_as_in_a_plain_run() {
+    // A pool of transfers among hosts 0-7 (one partition), each started by the
+    // arrival of the one before through an htsim multishot trigger, beside a flow
+    // between hosts 8 and 9 (the other partition): the same flows at the same times,
+    // partitioned or not, and every partitioned run alike.
+    let dir = std::env::temp_dir().join(format!("fabricsim-multishot-parts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut cm = String::from("Nodes 16\n0->1 id 1 start 0 size 300000 recv_done_trigger 4\n");
+    for k in 0..5u32 {
+        cm += &format!("{}->{} id {} trigger 4 size 300000 recv_done_trigger 4\n", (k + 1) % 8, (k + 3) % 8, k + 2);
+    }
+    cm += "8->9 id 20 start 0 size 1000000\ntrigger id 4 multishot\n";
+    std::fs::write(dir.join("pool.cm"), cm).unwrap();
+    let toml = "[topology]\nkind = \"fat_tree\"\nk = 4\n[[workload]]\nkind = \"htsim\"\nfile = \"pool.cm\"";
+    let run = |partitions: u8| {
+        let mut sc = Scenario::from_toml_in(toml, &dir).unwrap();
+        sc.partitions = partitions;
+        run_scenario(sc).1
+    };
+    let (plain, a, b) = (run(1), run(2), run(2));
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(a.flows, b.flows);
+    assert_eq!(a.summary["flows"]["unfinished"], 0);
+    let (start, finish) = (col_i64(&plain, "start_ns"), col_i64(&plain, "finish_ns"));
+    for k in 1..6 {
+        assert_eq!(start[k], finish[k - 1], "transfer {k} starts as the one before arrives");
+    }
+    assert_eq!(col_i64(&a, "start_ns"), start);
+    assert_eq!(col_i64(&a, "finish_ns"), finish);
+}

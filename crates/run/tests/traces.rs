@@ -42,6 +42,122 @@ fn a_triggered_chain_runs_flow_after_flow() {
     assert!(chain >= want + back && (chain as f64) < (want + back) as f64 * 1.02, "{chain} against {want} + {back}");
 }
 
+/// Runs the connection matrix `cm` on the 4-host fabric of [`htsim`].
+fn run_cm(cm: &str, tag: &str) -> fabricsim_run::RunResult {
+    let dir = std::env::temp_dir().join(format!("fabricsim-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("m.cm"), cm).unwrap();
+    let sc = Scenario::from_toml_in(&htsim("kind = \"htsim\"\nfile = \"m.cm\""), &dir).unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    run_scenario(sc).1
+}
+
+#[test]
+fn a_multishot_starts_its_kth_flow_at_the_kth_completion_in_time() {
+    // Three flows on disjoint links activate trigger 5 as they arrive; listed largest
+    // first, they arrive smallest first. Its two flows start at the first and second
+    // arrivals in time, not of the file; the third arrival starts nothing.
+    let r = run_cm(
+        "Nodes 4\nConnections 5\nTriggers 1\n\
+         0->1 id 1 start 0 size 500000 recv_done_trigger 5\n\
+         2->3 id 2 start 0 size 100000 recv_done_trigger 5\n\
+         3->2 id 3 start 0 size 300000 recv_done_trigger 5\n\
+         1->0 id 4 trigger 5 size 4000\n\
+         1->0 id 5 trigger 5 size 8000\n\
+         trigger id 5 multishot\n",
+        "multishot",
+    );
+    let (start, finish) = (col_i64(&r, "start_ns"), col_i64(&r, "finish_ns"));
+    assert_eq!(start.len(), 5);
+    assert!(finish[1] < finish[2] && finish[2] < finish[0], "{finish:?}");
+    assert_eq!((start[3], start[4]), (finish[1], finish[2]));
+    assert!(finish.iter().all(|&f| f > 0));
+}
+
+#[test]
+fn a_multishot_pool_whose_flows_reactivate_it_runs_them_one_after_another() {
+    // One flow starts; each of four queued flows is started by the completion of the
+    // one before (they activate the trigger too): one in flight at a time, so the
+    // five take their ideal times end to end.
+    let mut cm = String::from("Nodes 4\n0->1 id 1 start 0 size 200000 recv_done_trigger 9\n");
+    for k in 0..4 {
+        cm += &format!("{}->{} id {} trigger 9 size 200000 recv_done_trigger 9\n", k % 4, (k + 1) % 4, k + 2);
+    }
+    cm += "trigger id 9 multishot\n";
+    let r = run_cm(&cm, "pool");
+    let (start, finish) = (col_i64(&r, "start_ns"), col_i64(&r, "finish_ns"));
+    let ideal = col_u64(&r.flows, "ideal_fct_ns");
+    for k in 1..5 {
+        assert_eq!(start[k], finish[k - 1], "flow {k} starts as the one before arrives");
+    }
+    let want: u64 = ideal.iter().sum();
+    let took = (finish[4] - start[0]) as u64;
+    assert!(took >= want && (took as f64) < want as f64 * 1.01, "{took} ns against {want}");
+}
+
+#[test]
+fn an_htsim_topo_file_builds_the_fabric_it_describes() {
+    // htsim's leaf_spine_tiny.topo (4 ToRs of 8 hosts, 2 spines, 4:1) and a k = 4
+    // fat-tree, each against the same fabric written out in fabricsim's keys: the same
+    // connection matrix gives the same flow times.
+    let dir = std::env::temp_dir().join(format!("fabricsim-topo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = [
+        (
+            "Nodes 32\nTiers 2\nPodsize 32\n\nTier 0\nDownlink_speed_Gbps 100\nRadix_Down 8\nRadix_Up 2\n\
+             Downlink_Latency_ns 1000\nSwitch_Latency_ns 0\nOversubscribed 4\n\nTier 1\nDownlink_speed_Gbps 100\n\
+             Radix_Down 4\nDownlink_Latency_ns 1000\nSwitch_Latency_ns 0\n",
+            "kind = \"leaf_spine\"\nleaves = 4\nspines = 2\nhosts_per_leaf = 8\nhost_link = \"100Gbps\"\nlink_delay = \"1us\"",
+            32,
+        ),
+        (
+            "Nodes 16\nTiers 3\nPodsize 4\nTier 0\nDownlink_speed_Gbps 40\nRadix_Down 2\nRadix_Up 2\nDownlink_Latency_ns 500\n\
+             Tier 1\nDownlink_speed_Gbps 40\nRadix_Down 2\nRadix_Up 2\nDownlink_Latency_ns 500\n\
+             Tier 2\nDownlink_speed_Gbps 40\nRadix_Down 4\nDownlink_Latency_ns 500\n",
+            "kind = \"fat_tree\"\nk = 4\nhost_link = \"40Gbps\"\nlink_delay = \"500ns\"",
+            16,
+        ),
+    ];
+    let cm = "Nodes 16\n0->9 start 0 size 2000000\n1->9 start 0 size 2000000\n4->15 start 3 size 500000\n15->0 start 1 size 64000\n";
+    std::fs::write(dir.join("m.cm"), cm).unwrap();
+    for (topo, keys, hosts) in cases {
+        std::fs::write(dir.join("f.topo"), topo).unwrap();
+        let run = |topology: &str| {
+            let toml = format!(
+                "[topology]\n{topology}\n[transport]\nkind = \"roce\"\ncc = \"none\"\n[output]\nsample_interval = \"0us\"\n\
+                 [[workload]]\nkind = \"htsim\"\nfile = \"m.cm\"\nhosts = [{}]",
+                (0..16).map(|h| h.to_string()).collect::<Vec<_>>().join(", ")
+            );
+            run_scenario(Scenario::from_toml_in(&toml, &dir).unwrap()).1
+        };
+        let a = run("kind = \"htsim\"\nfile = \"f.topo\"");
+        let b = run(keys);
+        assert_eq!(a.summary["hosts"], hosts);
+        assert_eq!(col_i64(&a, "finish_ns"), col_i64(&b, "finish_ns"), "{keys}");
+        assert!(col_i64(&a, "finish_ns").iter().all(|&f| f > 0));
+    }
+    // Keys the file sets are refused beside it, and a file fabricsim cannot build names
+    // its line.
+    let toml = |extra: &str| {
+        format!(
+            "[topology]\nkind = \"htsim\"\nfile = \"f.topo\"\n{extra}\n[[workload]]\nkind = \"htsim\"\nfile = \"m.cm\""
+        )
+    };
+    let e = Scenario::from_toml_in(&toml("link_delay = \"2us\""), &dir).unwrap_err().to_string();
+    assert!(e.starts_with("topology.link_delay: is set by the .topo file"), "{e}");
+    std::fs::write(
+        dir.join("f.topo"),
+        cases[1].0.replace("Tier 2\nDownlink_speed_Gbps 40", "Tier 2\nDownlink_speed_Gbps 100"),
+    )
+    .unwrap();
+    let e = Scenario::from_toml_in(&toml(""), &dir).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "topology.file: f.topo: line 15, Downlink_speed_Gbps: cores' links at 100 Gb/s, aggregation switches' at 40; fabricsim has one fabric_link rate"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn nodes_map_onto_hosts_and_failures_become_links_down() {
     let dir = std::env::temp_dir().join(format!("fabricsim-cm-{}", std::process::id()));
@@ -90,6 +206,14 @@ fn bad_matrices_are_refused_with_the_file_line_and_field() {
     let e = err(cyc, "");
     assert!(e.starts_with("workload[0].file: t.cm: the dependencies form a cycle"), "{e}");
     assert!(e.contains("line 2 waits for line 3, which waits for line 2"), "{e}");
+    // A multishot with more flows than activations leaves one never started.
+    let e = err(
+        "Nodes 4\n0->1 id 1 start 0 size 5 send_done_trigger 3\n1->2 id 2 trigger 3 size 5\n\
+         2->3 id 3 trigger 3 size 5\ntrigger id 3 multishot\n",
+        "",
+    );
+    assert!(e.starts_with("workload[0].file: t.cm: line 4, target 2 of multishot trigger 3 (line 5)"), "{e}");
+    assert!(e.contains("it would never start"), "{e}");
     assert!(err("Nodes 2\n0->1 start 0 size 5\n", "hosts = [0]")
         .starts_with("workload[0].hosts: maps 1 nodes but the file has 2"));
     assert!(err("", "").contains("no \"Nodes N\" line"));
@@ -115,6 +239,7 @@ mod chakra_traces {
             peer: 0,
             tag: 0,
             group: String::new(),
+            root: None,
             record: 0,
         }
     }
@@ -316,6 +441,163 @@ mod chakra_traces {
         assert_eq!(start[2], finish[0] + 5_000);
     }
 
+    /// Writes `ranks` as the trace `name` in a fresh folder and runs it.
+    fn replay_nodes(ranks: &[Vec<Node>], name: &str, extra: &str) -> fabricsim_run::RunResult {
+        let tmp = std::env::temp_dir().join(format!("fabricsim-chakra-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&tmp).unwrap();
+        for (r, nodes) in ranks.iter().enumerate() {
+            std::fs::write(tmp.join(format!("{name}.{r}.et")), chakra::encode(nodes)).unwrap();
+        }
+        let sc = Scenario::from_toml_in(&htsim(&format!("kind = \"chakra\"\ntrace = \"{name}\"\n{extra}")), &tmp);
+        std::fs::remove_dir_all(&tmp).ok();
+        run_scenario(sc.unwrap()).1
+    }
+
+    #[test]
+    fn a_root_the_trace_names_is_the_collective_s_root() {
+        // A broadcast from rank 2 (`root`), a reduce to rank 3 (`comm_dst`, where a
+        // reduce's data goes), a gather in group "three" (ranks 1-3) to rank 3
+        // (`root`), and a scatter that names none (its group's lowest rank, 0).
+        let ranks: Vec<Vec<Node>> = (0..4u32)
+            .map(|r| {
+                let third = match r {
+                    0 => comp(3, 5, &[2]),
+                    _ => Node { root: Some((3, "root")), ..coll(3, CollectiveKind::Gather, 300_000, "three", &[2]) },
+                };
+                vec![
+                    Node { root: Some((2, "root")), ..coll(1, CollectiveKind::Broadcast, 400_000, "", &[]) },
+                    Node { root: Some((3, "comm_dst")), ..coll(2, CollectiveKind::Reduce, 400_000, "", &[1]) },
+                    third,
+                    coll(4, CollectiveKind::Scatter, 300_000, "", &[3]),
+                ]
+            })
+            .collect();
+        // The attributes survive the file.
+        let back = chakra::parse(&chakra::encode(&ranks[1])).unwrap();
+        assert_eq!(
+            back.iter().map(|n| n.root).collect::<Vec<_>>(),
+            [Some((2, "root")), Some((3, "comm_dst")), Some((3, "root")), None]
+        );
+        let r = replay_nodes(&ranks, "roots", "");
+        assert_eq!(r.summary["flows"]["unfinished"], 0);
+        let (coll, src, dst) = (col_i64(&r, "collective"), col_u32(&r.flows, "src"), col_u32(&r.flows, "dst"));
+        let of = |k: i64| -> Vec<(u32, u32)> {
+            let mut v: Vec<_> = (0..coll.len()).filter(|&i| coll[i] == k).map(|i| (src[i], dst[i])).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(of(0), vec![(0, 1), (2, 3), (3, 0)], "a chain from rank 2");
+        assert_eq!(of(1), vec![(0, 1), (1, 2), (2, 3)], "a chain ending at rank 3");
+        assert_eq!(of(2), vec![(1, 3), (2, 3)], "to rank 3");
+        assert_eq!(of(3), vec![(0, 1), (0, 2), (0, 3)], "from the lowest rank");
+    }
+
+    /// Runs `ranks` (as trace `name`) on one 8-host switch with `extra` keys.
+    fn replay8(ranks: &[Vec<Node>], name: &str, extra: &str) -> Result<fabricsim_run::RunResult, String> {
+        let tmp = std::env::temp_dir().join(format!("fabricsim-chakra8-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&tmp).unwrap();
+        for (r, nodes) in ranks.iter().enumerate() {
+            std::fs::write(tmp.join(format!("{name}.{r}.et")), chakra::encode(nodes)).unwrap();
+        }
+        let toml = format!(
+            "[topology]\nkind = \"leaf_spine\"\nleaves = 1\nspines = 1\nhosts_per_leaf = 8\n\
+             [transport]\nkind = \"roce\"\ncc = \"none\"\n[output]\nsample_interval = \"0us\"\n\
+             [[workload]]\nkind = \"chakra\"\ntrace = \"{name}\"\n{extra}"
+        );
+        let sc = Scenario::from_toml_in(&toml, &tmp);
+        std::fs::remove_dir_all(&tmp).ok();
+        let sim = fabricsim_run::Sim::new(sc.map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+        Ok(run_sim(sim).1)
+    }
+
+    #[test]
+    fn a_four_rank_all_reduce_replicated_twice_is_one_all_reduce_over_eight() {
+        // Data parallelism scaled out: each rank keeps its 8 MB buffer, the ring grows
+        // from 4 to 8 ranks, so its time grows by (2 x 7/8) / (2 x 3/4) = 7/6 and its
+        // bus bandwidth stays that of the links.
+        let ranks: Vec<Vec<Node>> =
+            (0..4).map(|_| vec![coll(1, CollectiveKind::AllReduce, 8_000_000, "", &[])]).collect();
+        let four = replay8(&ranks, "ar", "").unwrap();
+        let eight = replay8(&ranks, "ar", "replicas = 2").unwrap();
+        let (c4, c8) = (&four.collectives, &eight.collectives);
+        assert_eq!((col_u32(c4, "hosts"), col_u32(c8, "hosts")), (vec![4], vec![8]));
+        assert_eq!(col_u64(c8, "size_bytes"), vec![8_000_000]);
+        let (t4, t8) = (col_i64_of(c4, "duration_ns")[0] as f64, col_i64_of(c8, "duration_ns")[0] as f64);
+        let (b4, b8) = (col_f64(c4, "busbw_gbps")[0], col_f64(c8, "busbw_gbps")[0]);
+        assert!((t8 / t4 - 7.0 / 6.0).abs() < 0.02, "{t8} ns against {t4} ns: {}", t8 / t4);
+        assert!((b8 / b4 - 1.0).abs() < 0.02, "busbw {b8} against {b4} Gb/s");
+        assert_eq!(col_u32(&eight.jobs, "ranks"), vec![8]);
+    }
+
+    #[test]
+    fn replicas_span_the_named_groups_and_copy_the_others() {
+        // Tensor-parallel pairs tp0 = {0, 1}, tp1 = {2, 3} all-gather 1 MB; data-parallel
+        // pairs dp0 = {0, 2}, dp1 = {1, 3} all-reduce 2 MB; rank 0 sends rank 3 100 KB.
+        // Two copies with span = dp0, dp1: four tensor-parallel all-gathers of two ranks,
+        // two data-parallel all-reduces of four, and the send in each copy.
+        let ranks: Vec<Vec<Node>> = (0..4u32)
+            .map(|r| {
+                let mut v = vec![
+                    coll(1, CollectiveKind::AllGather, 1_000_000, if r < 2 { "tp0" } else { "tp1" }, &[]),
+                    coll(2, CollectiveKind::AllReduce, 2_000_000, if r % 2 == 0 { "dp0" } else { "dp1" }, &[1]),
+                ];
+                match r {
+                    0 => v.push(p2p(3, true, 3, 100_000, &[2])),
+                    3 => v.push(p2p(3, false, 0, 100_000, &[2])),
+                    _ => {}
+                }
+                v
+            })
+            .collect();
+        let r = replay8(&ranks, "tpdp", "replicas = 2\nspan = [\"dp0\", \"dp1\"]").unwrap();
+        assert_eq!(r.summary["flows"]["unfinished"], 0);
+        let c = &r.collectives;
+        let mut got: Vec<(String, u32, u64)> = col_str(c, "kind")
+            .into_iter()
+            .zip(col_u32(c, "hosts"))
+            .zip(col_u64(c, "size_bytes"))
+            .map(|((k, h), s)| (k, h, s))
+            .collect();
+        got.sort();
+        let ag = ("all_gather".to_string(), 2, 1_000_000);
+        let ar = ("all_reduce".to_string(), 4, 2_000_000);
+        assert_eq!(got, vec![ag.clone(), ag.clone(), ag.clone(), ag, ar.clone(), ar]);
+        // Which hosts each all-reduce spans: its flows' ends.
+        let (coll, src, dst) = (col_i64(&r, "collective"), col_u32(&r.flows, "src"), col_u32(&r.flows, "dst"));
+        let kinds = col_str(c, "kind");
+        let mut spans: Vec<Vec<u32>> = (0..kinds.len() as i64)
+            .filter(|&k| kinds[k as usize] == "all_reduce")
+            .map(|k| {
+                let mut h: Vec<u32> =
+                    (0..coll.len()).filter(|&i| coll[i] == k).flat_map(|i| [src[i], dst[i]]).collect();
+                h.sort();
+                h.dedup();
+                h
+            })
+            .collect();
+        spans.sort();
+        assert_eq!(spans, vec![vec![0, 2, 4, 6], vec![1, 3, 5, 7]]);
+        let sends: Vec<(u32, u32)> = (0..coll.len()).filter(|&i| coll[i] < 0).map(|i| (src[i], dst[i])).collect();
+        assert_eq!(sends, vec![(0, 3), (4, 7)]);
+        // The default span: only groups of every rank, none here, so every collective
+        // stays within its copy.
+        let r = replay8(&ranks, "tpdp", "replicas = 2").unwrap();
+        assert!(col_u32(&r.collectives, "hosts").iter().all(|&h| h == 2));
+        // Refused by name: a group the trace does not have, span without replicas.
+        let e = replay8(&ranks, "tpdp", "replicas = 2\nspan = [\"dp\"]").err().unwrap();
+        assert_eq!(
+            e,
+            "workload[0].span: process group \"dp\" has no collective in the trace (its groups: \"dp0\", \"dp1\", \"tp0\", \"tp1\")"
+        );
+        let e = replay8(&ranks, "tpdp", "span = [\"dp0\"]").err().unwrap();
+        assert_eq!(e, "workload[0].span: applies only with replicas above 1");
+        let e = replay8(&ranks, "tpdp", "replicas = 4").err().unwrap();
+        assert_eq!(
+            e,
+            "workload[0].trace: tpdp.0.et (copy 2): rank 8 is placed on host 8, which does not exist (hosts are 0..7)"
+        );
+    }
+
     #[test]
     fn bad_traces_are_refused_with_the_file_record_and_field() {
         let tmp = std::env::temp_dir().join(format!("fabricsim-chakra-{}", std::process::id()));
@@ -349,6 +631,21 @@ mod chakra_traces {
         assert!(e.contains("form a cycle") && e.starts_with("workload[0].trace: t.0.et, record 2 (node 1)"), "{e}");
         let cyc = vec![comp(1, 5, &[2]), comp(2, 5, &[1])];
         assert!(err(&[cyc.clone(), cyc], 0).contains("form a cycle"));
+        // A root outside the process group, and members that disagree on it.
+        let bcast = |root: u32, key: &'static str| Node {
+            root: Some((root, key)),
+            ..coll(1, CollectiveKind::Broadcast, 5, "pair", &[])
+        };
+        let e = err(&[vec![bcast(2, "root")], vec![bcast(2, "root")], vec![comp(1, 5, &[])]], 0);
+        assert_eq!(
+            e,
+            "workload[0].trace: t.0.et, record 2 (node 1): field attr root: rank 2 is not in process group \"pair\" (its ranks: 0, 1)"
+        );
+        let e = err(&[vec![bcast(0, "comm_src")], vec![bcast(1, "comm_src")]], 0);
+        assert!(
+            e.starts_with("workload[0].trace: t.1.et, record 2 (node 1): field attr comm_src: collective 0 of process group \"pair\" names root rank 1 (comm_src) here and rank 0 (comm_src) on rank 0"),
+            "{e}"
+        );
         std::fs::remove_dir_all(&tmp).ok();
     }
 }

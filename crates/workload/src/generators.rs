@@ -4,7 +4,7 @@ use crate::builder::Builder;
 use crate::collectives::{self, CollectiveOp};
 use crate::jobs::{self, Job};
 use crate::mix::PoissonMix;
-use crate::traces::{chakra, topological_order, DagFlow};
+use crate::traces::{chakra, check_shots, topological_order, DagFlow, MultiShot};
 use crate::{Plan, TimePoint, WorkloadError};
 use fabricsim_engine::{Dur, Rng};
 
@@ -75,6 +75,8 @@ pub enum WorkloadKind {
     Dag {
         /// The flows.
         flows: Vec<DagFlow>,
+        /// Multishot triggers among them (htsim's), flows as indices into `flows`.
+        shots: Vec<MultiShot>,
         /// The key of the file they come from, and its name, for errors
         /// (`("workload[0].file", "traffic.cm")`).
         source: (String, String),
@@ -283,7 +285,7 @@ pub fn build_with(
                     b.message(c, flow.message, &at.plus(t), &[], None);
                 }
             }
-            WorkloadKind::Dag { flows, source } => {
+            WorkloadKind::Dag { flows, shots, source } => {
                 let bad = |m: String| err(source.0.clone(), format!("{}: {m}", source.1));
                 for f in flows {
                     for (side, h) in [("src", f.src), ("dst", f.dst)] {
@@ -297,6 +299,7 @@ pub fn build_with(
                     }
                 }
                 let order = topological_order(flows).map_err(bad)?;
+                check_shots(flows, shots).map_err(bad)?;
                 let mut id = vec![u32::MAX; flows.len()];
                 for i in order {
                     let f = &flows[i as usize];
@@ -309,6 +312,10 @@ pub fn build_with(
                     if f.on_ack {
                         b.release_on_ack(id[i as usize]);
                     }
+                }
+                for shot in shots {
+                    let ids = |l: &[u32]| -> Vec<u32> { l.iter().map(|&i| id[i as usize]).collect() };
+                    b.plan.shots.push(crate::Shot { activators: ids(&shot.activators), targets: ids(&shot.targets) });
                 }
             }
             WorkloadKind::Poisson { hosts, mix } => {

@@ -210,6 +210,24 @@ pub struct Plan {
     pub jobs: Vec<JobRecord>,
     /// Closed-loop workloads.
     pub loops: Vec<LoopRecord>,
+    /// Multishot triggers: releases decided by the order messages complete.
+    pub shots: Vec<Shot>,
+}
+
+/// A multishot trigger, as htsim's connection matrices have them: the `k`-th time
+/// one of `activators` completes (is received, or acknowledged for one marked
+/// [`MessageSpec::on_ack`]), `targets[k]` is released; completions beyond the last
+/// target release nothing. Which message completes `k`-th is learnt during the run,
+/// so a target waits for the trigger on top of its `deps` (the run counts one more
+/// dependency for each), and a target may itself be an activator (a pool of
+/// transfers with a fixed number in flight). The workload layer refuses a trigger
+/// with more targets than completions can ever start.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Shot {
+    /// Messages whose completions activate it.
+    pub activators: Vec<u32>,
+    /// Messages it releases, one per activation, in this order.
+    pub targets: Vec<u32>,
 }
 
 /// A workload that cannot be built.

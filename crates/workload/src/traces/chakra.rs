@@ -20,7 +20,17 @@
 //! as nccl-tests counts a collective's size, the root's whole buffer for gather and
 //! scatter; a send's bytes), `comm_src` / `comm_dst` (the
 //! peer rank of a receive / send), `comm_tag` (matches a send with a receive), `pg_name`
-//! (the process group of a collective; none: every rank).
+//! (the process group of a collective; none: every rank), and the root of a broadcast,
+//! reduce, gather or scatter (below).
+//!
+//! Roots: `et_def.proto` has no root field and Chakra's converters write no root
+//! attribute, so a rooted collective's root is read, when the trace has it, from an
+//! integer attribute of its nodes: `root`, else the attribute Chakra names the data's
+//! end with, `comm_src` for a broadcast or scatter (where the data comes from) and
+//! `comm_dst` for a reduce or gather (where it goes). Like a send's `comm_dst`, it is a
+//! rank of the trace (a global rank, not one within the process group); every member's
+//! node must name the same one, and it must be a member. Without one the collective
+//! is rooted at the group's lowest rank (its rank 0).
 //!
 //! Replay: a node starts once its dependencies are done. A compute node is done its
 //! duration later (compute nodes do not queue behind each other: the trace's own
@@ -29,8 +39,7 @@
 //! with that tag matches the k-th such send) is done when both its own dependencies
 //! and the message are. The k-th collective of a process group on each of its ranks
 //! is one collective, expanded as fabricsim's collectives are (each rank entering when
-//! its node's dependencies are done). Chakra's nodes carry no root: a broadcast,
-//! reduce, gather or scatter is rooted at the group's lowest rank (its rank 0). A trace whose dependencies (within a rank or
+//! its node's dependencies are done), rooted as above. A trace whose dependencies (within a rank or
 //! through messages and collectives) form a cycle is refused before running, naming
 //! a node on it.
 
@@ -77,6 +86,9 @@ pub struct Node {
     pub tag: i64,
     /// A collective's process group.
     pub group: String,
+    /// A rooted collective's root (a rank of the trace), if the node names one, and
+    /// the attribute that does (`root`, `comm_src` or `comm_dst`).
+    pub root: Option<(u32, &'static str)>,
     /// Its record number in the file (the metadata is record 1).
     pub record: usize,
 }
@@ -113,6 +125,7 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<Node>, String> {
             peer: u32::MAX,
             tag: 0,
             group: String::new(),
+            root: None,
             record,
         };
         let mut ty = 0;
@@ -198,6 +211,24 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<Node>, String> {
                 };
                 n.size = if kind == CollectiveKind::Barrier { 0 } else { need("comm_size", "bytes")?.max(0) as u64 };
                 n.group = attrs.get("pg_name").and_then(|a| a.1.clone()).unwrap_or_default();
+                let end = match kind {
+                    CollectiveKind::Broadcast | CollectiveKind::Scatter => Some("comm_src"),
+                    CollectiveKind::Reduce | CollectiveKind::Gather => Some("comm_dst"),
+                    CollectiveKind::AllReduce
+                    | CollectiveKind::AllGather
+                    | CollectiveKind::ReduceScatter
+                    | CollectiveKind::AllToAll
+                    | CollectiveKind::AllToAllV
+                    | CollectiveKind::Barrier => None,
+                };
+                if let Some(end) = end {
+                    if let Some((key, v)) = ["root", end].into_iter().find_map(|k| int(k).map(|v| (k, v))) {
+                        let r = u32::try_from(v).map_err(|_| {
+                            format!("record {record} (node {}), field attr {key}: {v} is not a rank", n.id)
+                        })?;
+                        n.root = Some((r, key));
+                    }
+                }
                 NodeKind::Collective(kind)
             }
             0 => return Err(at("type", "INVALID_NODE (0)".into())),
@@ -258,6 +289,9 @@ pub fn encode(nodes: &[Node]) -> Vec<u8> {
                 };
                 attr("comm_type", t, &mut w);
                 attr("comm_size", n.size as i64, &mut w);
+                if let Some((root, key)) = n.root {
+                    attr(key, root as i64, &mut w);
+                }
                 if !n.group.is_empty() {
                     let mut a = protobuf::Writer::default();
                     a.bytes(1, b"pg_name");
@@ -270,6 +304,97 @@ pub fn encode(nodes: &[Node]) -> Vec<u8> {
         out.record(&w.buf);
     }
     out.buf
+}
+
+/// A trace taken at N ranks as `copies` copies side by side, on `copies x N` ranks:
+/// copy `j`'s rank `r` is rank `j N + r`, with the nodes of the trace's rank `r`
+/// (file names `llm.3.et (copy 1)` in errors).
+///
+/// Sends and receives stay within a copy (a pipeline's stages are copied with it).
+/// A collective of a process group named in `span` (`None`: every group that has all
+/// N ranks, such as the collectives without a `pg_name`) spans every copy: the
+/// group's ranks in all copies run it together, each rank's buffer as in the trace
+/// (all-gather, reduce-scatter, gather and scatter, whose nccl-tests size counts a part
+/// per rank, grow `copies` times; the others keep their size), rooted where the trace
+/// roots it (copy 0's rank). This is data parallelism scaled out: a trace of one
+/// data-parallel group, or of a job whose data-parallel groups are named, replays
+/// as the same job with `copies` times the data-parallel degree. Every other group's
+/// collectives stay within each copy (tensor and pipeline parallel groups, renamed
+/// `<name> (copy j)`). A name in `span` that no collective uses is refused.
+pub fn replicate(
+    ranks: Vec<(String, Vec<Node>)>,
+    copies: u32,
+    span: Option<&[String]>,
+) -> Result<Vec<(String, Vec<Node>)>, String> {
+    let n = ranks.len();
+    let mut members: BTreeMap<&str, Vec<bool>> = BTreeMap::new();
+    for (r, (_, nodes)) in ranks.iter().enumerate() {
+        for node in nodes {
+            if let NodeKind::Collective(_) = node.kind {
+                members.entry(&node.group).or_insert_with(|| vec![false; n])[r] = true;
+            }
+        }
+    }
+    let spanned: Vec<String> = match span {
+        Some(names) => {
+            for g in names {
+                if !members.contains_key(g.as_str()) {
+                    let have: Vec<String> = members.keys().map(|k| format!("\"{k}\"")).collect();
+                    return Err(format!(
+                        "process group \"{g}\" has no collective in the trace (its groups: {})",
+                        if have.is_empty() { "none".to_string() } else { have.join(", ") }
+                    ));
+                }
+            }
+            names.to_vec()
+        }
+        None => members.iter().filter(|(_, m)| m.iter().all(|&x| x)).map(|(g, _)| g.to_string()).collect(),
+    };
+    if copies <= 1 {
+        return Ok(ranks);
+    }
+    let mut out = Vec::with_capacity(n * copies as usize);
+    for j in 0..copies {
+        let shift = j * n as u32;
+        for (file, nodes) in &ranks {
+            let file = if j == 0 { file.clone() } else { format!("{file} (copy {j})") };
+            let nodes = nodes
+                .iter()
+                .map(|node| {
+                    let mut c = node.clone();
+                    match c.kind {
+                        NodeKind::Send | NodeKind::Recv => c.peer += shift,
+                        NodeKind::Collective(kind) if spanned.contains(&c.group) => {
+                            c.size *= match kind {
+                                CollectiveKind::AllGather
+                                | CollectiveKind::ReduceScatter
+                                | CollectiveKind::Gather
+                                | CollectiveKind::Scatter => copies as u64,
+                                CollectiveKind::AllReduce
+                                | CollectiveKind::Reduce
+                                | CollectiveKind::Broadcast
+                                | CollectiveKind::AllToAll
+                                | CollectiveKind::AllToAllV
+                                | CollectiveKind::Barrier => 1,
+                            };
+                        }
+                        NodeKind::Collective(_) => {
+                            if j > 0 {
+                                c.group = format!("{} (copy {j})", c.group);
+                            }
+                            if let Some((root, _)) = &mut c.root {
+                                *root += shift;
+                            }
+                        }
+                        NodeKind::Compute | NodeKind::Other => {}
+                    }
+                    c
+                })
+                .collect();
+            out.push((file, nodes));
+        }
+    }
+    Ok(out)
 }
 
 /// A trace to replay: each rank's file name (for errors), nodes and host.
@@ -292,6 +417,8 @@ struct Instance {
     kind: CollectiveKind,
     size: u64,
     members: Vec<(usize, usize)>,
+    /// A rooted collective's root: its position among `members`.
+    root: u32,
 }
 
 /// Appends `trace`'s messages and collectives, starting at `start`; returns it as a
@@ -408,10 +535,45 @@ pub(crate) fn build(
                 }
                 instance_of.insert((r, per_rank[r][k]), instances.len());
             }
+            // The root, as every member names it (none: the group's first rank).
+            let mut root = 0;
+            if let Some((want, key)) = first.root {
+                root = members.iter().position(|&r| r == want as usize).ok_or_else(|| {
+                    trace.error(
+                        members[0],
+                        first,
+                        format!(
+                            "field attr {key}: rank {want} is not in process group \"{group}\" (its ranks: {})",
+                            members.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", ")
+                        ),
+                    )
+                })? as u32;
+            }
+            for &r in &members {
+                let n = &trace.ranks[r].1[per_rank[r][k]];
+                if n.root.map(|x| x.0) != first.root.map(|x| x.0) {
+                    let says = |x: Option<(u32, &str)>| match x {
+                        Some((v, key)) => format!("rank {v} ({key})"),
+                        None => "none".to_string(),
+                    };
+                    return Err(trace.error(
+                        r,
+                        n,
+                        format!(
+                            "field attr {}: collective {k} of process group \"{group}\" names root {} here and {} on rank {}",
+                            n.root.or(first.root).map_or("root", |x| x.1),
+                            says(n.root),
+                            says(first.root),
+                            members[0]
+                        ),
+                    ));
+                }
+            }
             instances.push(Instance {
                 kind,
                 size: first.size,
                 members: members.iter().map(|&r| (r, per_rank[r][k])).collect(),
+                root,
             });
         }
     }
@@ -487,6 +649,7 @@ pub(crate) fn build(
                         inst.members.iter().map(|&(mr, mi)| b.collapse(host(mr), entry_of(&done, mr, mi))).collect();
                     let hosts: Vec<u32> = inst.members.iter().map(|&(mr, _)| host(mr)).collect();
                     let mut op = CollectiveOp::new(inst.kind, inst.size);
+                    op.root = inst.root;
                     if inst.kind == CollectiveKind::AllToAll {
                         // Chakra's size is a rank's whole buffer; ours is per pair.
                         op.size = (inst.size / hosts.len() as u64).max(1);

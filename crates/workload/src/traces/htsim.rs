@@ -27,14 +27,25 @@
 //! A `recv_done_trigger` is activated when the flow's last byte has arrived, a
 //! `send_done_trigger` when the sender has it all acknowledged, as in htsim. A flow
 //! activates its triggers at one of the two points, so one with both kinds is refused.
-//! A one-shot trigger activated
-//! by more than one flow (htsim aborts on the second activation), a barrier whose count
-//! is not the number of flows activating it (it would fire at a time that depends on
-//! which flows finish first, or never), and multishot triggers (whose k-th target
-//! depends on the order flows finish) are refused: only dependencies known before the
-//! run are modelled.
+//!
+//! The triggers behave as htsim's `trigger.cpp` defines them:
+//! * `oneshot` starts all its flows on its activation; htsim aborts on a second
+//!   activation, so one activated by more than one flow is refused.
+//! * `barrier count C` starts all its flows on its C-th activation; htsim aborts on
+//!   one more and never fires with fewer, so a count other than the number of flows
+//!   activating it is refused.
+//! * `multishot` starts its flows one per activation, in file order: the k-th flow
+//!   (in time) to activate it starts its k-th flow, whichever that activator is;
+//!   activations beyond its last flow start nothing (htsim prints "Noone left to
+//!   activate"). A flow started by a multishot may activate it in turn (a queue of
+//!   transfers with a fixed number in flight). A multishot with more flows than
+//!   activations can ever reach leaves some never started, and is refused naming the
+//!   first of them.
+//!
+//! Every trigger starts its flows at the moment it fires (htsim's
+//! `triggerIsPending`), with no gap.
 
-use super::DagFlow;
+use super::{DagFlow, MultiShot};
 use fabricsim_engine::Dur;
 use std::collections::BTreeMap;
 
@@ -71,6 +82,8 @@ pub struct ConnectionMatrix {
     pub flows: Vec<DagFlow>,
     /// Its failure lines.
     pub failures: Vec<Failure>,
+    /// Its multishot triggers (flow indices), in trigger id order.
+    pub shots: Vec<MultiShot>,
 }
 
 fn num<T: std::str::FromStr>(tok: Option<&&str>, line: usize, field: &str, what: &str) -> Result<T, String> {
@@ -281,6 +294,7 @@ pub fn parse(text: &str) -> Result<ConnectionMatrix, String> {
         }
     }
     let mut deps: Vec<Vec<(u32, Dur)>> = vec![Vec::new(); conns.len()];
+    let mut shots = Vec::new();
     for (&t, &(kind, line)) in &triggers {
         let act = activators.get(&t).cloned().unwrap_or_default();
         let tgt = targets.get(&t).cloned().unwrap_or_default();
@@ -305,9 +319,8 @@ pub fn parse(text: &str) -> Result<ConnectionMatrix, String> {
                 ))
             }
             TriggerKind::MultiShot => {
-                return Err(format!(
-                    "line {line}: multishot trigger {t}: which flow each activation starts depends on the order flows finish during the run; fabricsim models dependencies known before the run (use oneshot or barrier triggers)"
-                ))
+                shots.push(MultiShot { activators: act, targets: tgt, origin: format!("multishot trigger {t} (line {line})") });
+                continue;
             }
         };
         for &g in &tgt {
@@ -326,8 +339,9 @@ pub fn parse(text: &str) -> Result<ConnectionMatrix, String> {
             on_ack: c.send_done == Some(true),
             origin: format!("line {}", c.line),
         })
-        .collect();
-    Ok(ConnectionMatrix { nodes, flows, failures })
+        .collect::<Vec<_>>();
+    super::check_shots(&flows, &shots)?;
+    Ok(ConnectionMatrix { nodes, flows, failures, shots })
 }
 
 #[cfg(test)]
@@ -376,6 +390,25 @@ mod tests {
     }
 
     #[test]
+    fn a_multishot_starts_its_flows_in_file_order_one_per_activation() {
+        let cm = parse(
+            "Nodes 4\nTriggers 1\n0->1 id 1 start 0 size 5 send_done_trigger 7\n2->1 id 2 start 0 size 5 send_done_trigger 7\n\
+             1->3 id 3 trigger 7 size 5 recv_done_trigger 7\n3->0 id 4 trigger 7 size 5\ntrigger id 7 multishot\n",
+        )
+        .unwrap();
+        assert_eq!(
+            cm.shots,
+            vec![MultiShot {
+                activators: vec![0, 1, 2],
+                targets: vec![2, 3],
+                origin: "multishot trigger 7 (line 7)".into()
+            }]
+        );
+        // Its flows wait for the trigger alone, not for a particular flow.
+        assert!(cm.flows.iter().all(|f| f.deps.is_empty()));
+    }
+
+    #[test]
     fn bad_files_name_the_line_and_field() {
         let e = |t: &str| parse(t).unwrap_err();
         assert_eq!(e("Nodes 4\n0->1 start 0 size 2MB\n"), "line 2, size: expected a number of bytes, got \"2MB\"");
@@ -393,7 +426,8 @@ mod tests {
                    1->3 id 3 trigger 1 size 5\n";
         assert!(e(&format!("{two}trigger id 1 oneshot\n")).contains("activated by 2 flows"));
         assert!(e(&format!("{two}trigger id 1 barrier count 3\n")).contains("would fire never"));
-        assert!(e(&format!("{two}trigger id 1 multishot\n")).contains("multishot"));
+        let e3 = e(&format!("{two}2->0 id 4 trigger 1 size 5\n2->3 id 5 trigger 1 size 5\ntrigger id 1 multishot\n"));
+        assert!(e3.starts_with("line 6, target 3 of multishot trigger 1 (line 7)"), "{e3}");
         assert!(e("Nodes 4\nfailure switch_type SPINE\n").starts_with("line 2, switch_type: expected TOR, AGG or CORE"));
     }
 }

@@ -5,7 +5,8 @@
 //! Both become a [`DagFlow`] list: flows with a start time and the flows whose
 //! receipt each waits for (plus a gap). The list may come in any order and is refused,
 //! naming a flow on the loop, if its dependencies form a cycle: such a trace could
-//! never finish.
+//! never finish. htsim's multishot triggers ([`MultiShot`]) release flows in the order
+//! others complete; [`check_shots`] refuses a list in which some flow could never start.
 
 pub mod chakra;
 pub mod htsim;
@@ -33,6 +34,91 @@ pub struct DagFlow {
     pub on_ack: bool,
     /// Where it comes from, for errors (`line 12`).
     pub origin: String,
+}
+
+/// An htsim multishot trigger over a [`DagFlow`] list: the `k`-th completion among
+/// `activators` (in time order) starts `targets[k]`, further completions start
+/// nothing (htsim's `MultiShotTrigger`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MultiShot {
+    /// Flows (indices into the list) whose completion activates it.
+    pub activators: Vec<u32>,
+    /// Flows it starts, one per activation, in this order (the file's).
+    pub targets: Vec<u32>,
+    /// Where it comes from, for errors (`multishot trigger 3 (line 9)`).
+    pub origin: String,
+}
+
+/// Checks that every flow can start when `shots` release their targets as flows
+/// complete: runs the list abstractly (every flow once its dependencies ran; each
+/// run of an activator starts its trigger's next target) and names the first target,
+/// in list order, that no activation is left for. `flows` must be free of cycles
+/// (refused as by [`topological_order`] if not); a target carries no `deps` of its own.
+pub fn check_shots(flows: &[DagFlow], shots: &[MultiShot]) -> Result<(), String> {
+    if shots.is_empty() {
+        return Ok(());
+    }
+    topological_order(flows)?;
+    let n = flows.len();
+    let mut waiting: Vec<u32> = flows.iter().map(|f| f.deps.len() as u32).collect();
+    let mut dependents: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for (i, f) in flows.iter().enumerate() {
+        for &(d, _) in &f.deps {
+            dependents[d as usize].push(i as u32);
+        }
+    }
+    let mut fires: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for (s, shot) in shots.iter().enumerate() {
+        for &a in &shot.activators {
+            fires[a as usize].push(s as u32);
+        }
+        for &t in &shot.targets {
+            waiting[t as usize] += 1;
+        }
+    }
+    // Which target an activation starts depends on the order flows complete, but how
+    // many targets start does not: a trigger activated j times starts its first j.
+    let mut fired = vec![0usize; shots.len()];
+    let mut ready: Vec<u32> = (0..n as u32).filter(|&i| waiting[i as usize] == 0).collect();
+    let mut ran = vec![false; n];
+    while let Some(i) = ready.pop() {
+        ran[i as usize] = true;
+        let shot_targets = fires[i as usize].iter().filter_map(|&s| {
+            let k = fired[s as usize];
+            fired[s as usize] += 1;
+            shots[s as usize].targets.get(k).copied()
+        });
+        let released: Vec<u32> = dependents[i as usize].iter().copied().chain(shot_targets).collect();
+        for d in released {
+            waiting[d as usize] -= 1;
+            if waiting[d as usize] == 0 {
+                ready.push(d);
+            }
+        }
+    }
+    if ran.iter().all(|&r| r) {
+        return Ok(());
+    }
+    // A flow that never runs waits, directly or through others, for a target that
+    // no activation is left for: name the first such target.
+    for (s, shot) in shots.iter().enumerate() {
+        if let Some((k, &t)) = shot.targets.iter().enumerate().find(|&(_, &t)| !ran[t as usize]) {
+            let (have, all) = (fired[s], shot.activators.len());
+            let why = if have == all {
+                format!("{all} flows activate it")
+            } else {
+                format!("{all} flows activate it but only {have} of them can ever run")
+            };
+            return Err(format!(
+                "{}, target {} of {} starts with the trigger's activation number {}, and {why}: it would never start (htsim starts one target per activation, in file order)",
+                flows[t as usize].origin,
+                k + 1,
+                shot.origin,
+                k + 1
+            ));
+        }
+    }
+    unreachable!("a flow that never runs waits for a multishot target that never runs")
 }
 
 /// An order of `flows` in which every flow comes after its dependencies (the list's
@@ -120,5 +206,32 @@ mod tests {
             assert!(e.contains(l), "{e}");
         }
         assert!(!e.contains("line 1"), "{e}");
+    }
+
+    fn shot(activators: &[u32], targets: &[u32]) -> MultiShot {
+        MultiShot {
+            activators: activators.into(),
+            targets: targets.into(),
+            origin: "multishot trigger 1 (line 9)".into(),
+        }
+    }
+
+    #[test]
+    fn a_pool_whose_targets_activate_their_own_trigger_runs_every_flow() {
+        // Two flows start; each completion starts the next of three queued ones, which
+        // activate the trigger too (two in flight at a time).
+        let f = [flow(&[], "a"), flow(&[], "b"), flow(&[], "c"), flow(&[], "d"), flow(&[], "e")];
+        assert_eq!(check_shots(&f, &[shot(&[0, 1, 2, 3, 4], &[2, 3, 4])]), Ok(()));
+    }
+
+    #[test]
+    fn a_target_no_activation_is_left_for_is_named() {
+        let f = [flow(&[], "line 2"), flow(&[], "line 3"), flow(&[], "line 4"), flow(&[2], "line 5")];
+        let e = check_shots(&f, &[shot(&[0], &[1, 2])]).unwrap_err();
+        assert!(e.starts_with("line 4, target 2 of multishot trigger 1 (line 9)"), "{e}");
+        assert!(e.contains("1 flows activate it: it would never start"), "{e}");
+        // A target that activates its own trigger cannot start itself.
+        let e = check_shots(&f[..2], &[shot(&[1], &[1])]).unwrap_err();
+        assert!(e.contains("1 flows activate it but only 0 of them can ever run"), "{e}");
     }
 }
