@@ -21,6 +21,12 @@
 //! * a QP that fails is out: its unacknowledged chunks go back to the head of the
 //!   queue and are posted again on healthy QPs (failover, Fig. 12e).
 //!
+//! Posting costs CPU time: each QP has a worker thread (the paper's design, section
+//! 4.2 "Multi-QP WR Posting") that spends [`MaestroConfig::post_cost`] on every work
+//! request it posts (`ibv_post_send` and the descriptor hand-off), one after the
+//! other, before the NIC has it. Small chunks mean more work requests, so more of the
+//! worker's time lies between a completion and the next chunk on the wire.
+//!
 //! Probes are 2-byte WRITEs (the paper's probe message): when a message is posted,
 //! every healthy QP whose newest latency sample is older than
 //! [`MaestroConfig::probe_interval`] is probed, so probing runs while the connection is
@@ -74,6 +80,8 @@ pub struct MaestroConfig {
     pub max_wrs: u32,
     /// Latency samples older than this make a QP due for a probe.
     pub probe_interval: Dur,
+    /// CPU time the QP's worker thread spends posting one work request (0: none).
+    pub post_cost: Dur,
 }
 
 /// Bytes of a latency probe (the paper's 2-byte probe message).
@@ -129,6 +137,17 @@ pub struct QpPath {
     pub latency_sum_ps: u128,
     /// Chunks taken off it when it failed, to be posted again elsewhere.
     pub reposted: u64,
+    /// Time its worker thread spent posting work requests, picoseconds.
+    pub post_busy_ps: u64,
+}
+
+/// A QP's worker thread: it posts the work requests given to it one after the other.
+#[derive(Clone, Debug, Default)]
+struct Worker {
+    /// When it is done with the work requests given to it so far.
+    free: Time,
+    /// Work requests it is posting, with when each reaches the NIC.
+    posting: VecDeque<(Time, u32)>,
 }
 
 /// A Maestro connection's policy state (see the module documentation).
@@ -137,6 +156,8 @@ pub struct Maestro {
     cfg: MaestroConfig,
     /// The path monitor, per QP.
     pub paths: Vec<QpPath>,
+    /// The posting worker, per QP.
+    workers: Vec<Worker>,
     /// Every WRITE posted, by id (a QP's sequence number maps to one of these).
     chunks: Vec<Chunk>,
     /// Chunks waiting for a slot, in order.
@@ -154,6 +175,7 @@ impl Maestro {
         Maestro {
             cfg,
             paths: vec![QpPath::default(); qps as usize],
+            workers: vec![Worker::default(); qps as usize],
             chunks: Vec::new(),
             pending: VecDeque::new(),
             alive: 0,
@@ -307,16 +329,59 @@ impl Nic {
         }
     }
 
-    /// Posts chunk `id` of connection `conn` on its QP `q` as that QP's next message.
+    /// Gives chunk `id` of connection `conn` to its QP `q`: the balancer's books
+    /// follow at once; the QP's worker posts it after the work requests before it, at
+    /// [`MaestroConfig::post_cost`] each.
     fn post_chunk<W: Wire>(&mut self, now: Time, conn: u32, id: u32, q: u32, wire: &mut W) {
         let c = &mut self.conns[conn as usize];
         let m = c.maestro.as_deref_mut().expect("a Maestro connection");
         let chunk = &mut m.chunks[id as usize];
         chunk.qp = q;
-        chunk.posted = now;
-        let Chunk { msg, offset, len, windowed, .. } = *chunk;
+        let (len, windowed) = (chunk.len, chunk.windowed);
         m.alive += u32::from(windowed);
-        m.paths[q as usize].outstanding += len;
+        let cost = m.cfg.post_cost;
+        let p = &mut m.paths[q as usize];
+        p.outstanding += len;
+        if cost == Dur::ZERO {
+            return self.hand_over(now, conn, id, q, wire);
+        }
+        p.post_busy_ps += cost.ps();
+        let w = &mut m.workers[q as usize];
+        let ready = w.free.max(now) + cost;
+        w.free = ready;
+        w.posting.push_back((ready, id));
+        if w.posting.len() == 1 {
+            let ep = c.first_ep + 2 * q;
+            wire.schedule(ready, crate::NicEvent::Post(ep));
+        }
+    }
+
+    /// Requester `ep`'s worker is done with the work requests due by `now`: the NIC
+    /// takes them, in order.
+    pub(crate) fn posted<W: Wire>(&mut self, now: Time, ep: u32, wire: &mut W) {
+        let conn = self.meta[ep as usize].conn;
+        let q = (ep - self.conns[conn as usize].first_ep) / 2;
+        loop {
+            let w = &mut self.maestro_mut(conn).workers[q as usize];
+            match w.posting.front() {
+                Some(&(at, id)) if at <= now => {
+                    w.posting.pop_front();
+                    self.hand_over(now, conn, id, q, wire);
+                }
+                Some(&(at, _)) => return wire.schedule(at, crate::NicEvent::Post(ep)),
+                None => return,
+            }
+        }
+    }
+
+    /// Chunk `id` of connection `conn` reaches its QP `q`'s NIC queue as the QP's next
+    /// message: an RDMA WRITE at its offset of the message's buffer.
+    fn hand_over<W: Wire>(&mut self, now: Time, conn: u32, id: u32, q: u32, wire: &mut W) {
+        let c = &mut self.conns[conn as usize];
+        let m = c.maestro.as_deref_mut().expect("a Maestro connection");
+        let chunk = &mut m.chunks[id as usize];
+        chunk.posted = now;
+        let Chunk { msg, offset, len, .. } = *chunk;
         let queue = &mut c.msgs[q as usize];
         queue.push(id);
         let seq = queue.len() as u32 - 1;
@@ -392,13 +457,16 @@ impl Nic {
             AppEvent::Failed => {
                 // A CQE error: the QP is out, and what it had not completed goes back
                 // to the head of the queue, in order.
+                // Those its worker has not posted yet come after those it has.
                 let p = &mut m.paths[qp];
                 p.failed = true;
                 p.outstanding = 0;
                 p.probing = false;
+                let waiting: Vec<u32> = m.workers[qp].posting.drain(..).map(|(_, id)| id).collect();
                 let lost: Vec<u32> = c.msgs[qp]
                     .iter()
                     .copied()
+                    .chain(waiting)
                     .filter(|&id| {
                         let ch = &m.chunks[id as usize];
                         ch.qp == qp as u32 && !ch.acked && ch.msg != PROBE
@@ -464,7 +532,7 @@ mod tests {
     use super::*;
 
     fn state(balancer: Balancer, qps: u32) -> Maestro {
-        let cfg = MaestroConfig { chunk: 100, balancer, small: 8, max_wrs: 8, probe_interval: Dur::from_us(10) };
+        let cfg = MaestroConfig { chunk: 100, balancer, small: 8, max_wrs: 8, probe_interval: Dur::from_us(10), post_cost: Dur::ZERO };
         Maestro::new(cfg, qps)
     }
 

@@ -568,12 +568,17 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
                 ));
             }
             let balancer = r.choose("balancer")?;
+            let post_cost = r.duration_d("post_cost")?;
+            if post_cost > Dur::from_ms(1000) {
+                return Err(r.error("post_cost", format!("must be 0 to 1s (CPU time per work request), got {post_cost}")));
+            }
             let policy = fabricsim_nic::MaestroConfig {
                 chunk,
                 balancer: fabricsim_nic::Balancer::from_name(&balancer).expect("choice() only returns allowed names"),
                 small: r.size_d("small")?,
                 max_wrs: r.int("max_wrs", 1, 4096)? as u32,
                 probe_interval: positive_duration(&mut r, "probe_interval")?,
+                post_cost,
             };
             TransportSpec::Maestro(MaestroSpec {
                 paths,
