@@ -46,7 +46,7 @@ pub mod rnic;
 pub mod security;
 
 pub use endpoints::EndpointPlace;
-pub use maestro::{Balancer, MaestroConfig};
+pub use maestro::{Balancer, MaestroConfig, Verb};
 pub use multiqp::Split;
 pub use wire::{NicEvent, Wire};
 

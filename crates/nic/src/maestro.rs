@@ -37,7 +37,7 @@
 
 use crate::{Nic, NicOutput, Wire};
 use fabricsim_engine::{Dur, Time};
-use fabricsim_transport::{AppEvent, Endpoint, Message};
+use fabricsim_transport::{AnyEndpoint, AppEvent, Endpoint, Message};
 use std::collections::VecDeque;
 
 /// How chunks are given to QPs (`transport.balancer`).
@@ -67,6 +67,34 @@ impl Balancer {
     }
 }
 
+/// The verb the application posts its messages with (`transport.verb`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verb {
+    /// RDMA WRITE: chunks written at their offsets; the message completes at the
+    /// receiver when its last byte is placed.
+    Write,
+    /// SEND: the chunks are still WRITEs at their offsets (the paper's section 4.3: a
+    /// SEND cut into WRITEs), and once all have completed an empty SEND with immediate
+    /// data goes on one QP to consume the receiver's posted receive; the message
+    /// completes at the receiver when that SEND arrives. A message of at most
+    /// [`MaestroConfig::small`] bytes goes whole as one SEND with immediate.
+    Send,
+}
+
+impl Verb {
+    /// Every verb's scenario name, in documentation order.
+    pub const NAMES: &'static [&'static str] = &["write", "send"];
+
+    /// The verb named `name`, if any.
+    pub fn from_name(name: &str) -> Option<Verb> {
+        match name {
+            "write" => Some(Verb::Write),
+            "send" => Some(Verb::Send),
+            _ => None,
+        }
+    }
+}
+
 /// A Maestro connection's settings.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MaestroConfig {
@@ -82,6 +110,8 @@ pub struct MaestroConfig {
     pub probe_interval: Dur,
     /// CPU time the QP's worker thread spends posting one work request (0: none).
     pub post_cost: Dur,
+    /// The verb messages are posted with.
+    pub verb: Verb,
 }
 
 /// Bytes of a latency probe (the paper's 2-byte probe message).
@@ -110,6 +140,9 @@ struct Chunk {
     /// Counted against the connection's outstanding chunks (not probes or small
     /// messages).
     windowed: bool,
+    /// Posted as a SEND with immediate (a SEND message's last work request, or a
+    /// small SEND whole), else as a WRITE.
+    send: bool,
 }
 
 /// What the path monitor knows of one QP, and its counters for the results.
@@ -245,6 +278,7 @@ impl Maestro {
             received: false,
             acked: false,
             windowed,
+            send: false,
         });
         self.chunks.len() as u32 - 1
     }
@@ -278,7 +312,12 @@ impl Nic {
     /// QPs due for a probe are probed.
     pub(crate) fn post_chunked<W: Wire>(&mut self, now: Time, conn: u32, msg: u32, size: u64, wire: &mut W) {
         let cfg = self.maestro_mut(conn).cfg;
-        let n = if size <= cfg.small { 1 } else { size.div_ceil(cfg.chunk).max(1) as u32 };
+        // A large SEND has one part more: its closing SEND with immediate.
+        let n = if size <= cfg.small {
+            1
+        } else {
+            size.div_ceil(cfg.chunk).max(1) as u32 + u32::from(cfg.verb == Verb::Send)
+        };
         self.parts[msg as usize] = crate::multiqp::Parts { unreceived: n, unacked: n };
         let m = self.maestro_mut(conn);
         let due: Vec<u32> = m
@@ -297,6 +336,7 @@ impl Nic {
         let m = self.maestro_mut(conn);
         if size <= cfg.small {
             let id = m.record(msg, 0, size, false);
+            m.chunks[id as usize].send = cfg.verb == Verb::Send;
             match m.lowest_latency() {
                 Some(q) => self.post_chunk(now, conn, id, q, wire),
                 None => m.pending.push_back(id),
@@ -381,14 +421,18 @@ impl Nic {
         let m = c.maestro.as_deref_mut().expect("a Maestro connection");
         let chunk = &mut m.chunks[id as usize];
         chunk.posted = now;
-        let Chunk { msg, offset, len, .. } = *chunk;
+        let Chunk { msg, offset, len, send, .. } = *chunk;
         let queue = &mut c.msgs[q as usize];
         queue.push(id);
         let seq = queue.len() as u32 - 1;
         let ep = c.first_ep + 2 * q;
         // A probe writes into a region of its own, below every message's.
         let va = if msg == PROBE { PROBE_REGION } else { crate::multiqp::address(c.reuse_buffer, conn, msg, offset) };
-        self.eps[ep as usize].post(now, Message { seq, len, va, rkey: msg });
+        let wr = Message { seq, len, va, rkey: msg };
+        match &mut self.eps[ep as usize] {
+            AnyEndpoint::RoceRequester(r) if send => r.post_send(wr),
+            e => e.post(now, wr),
+        }
         self.after_input(now, ep, wire);
         self.ready(now, ep, wire);
     }
@@ -452,6 +496,13 @@ impl Nic {
                 let parts = &mut self.parts[chunk.msg as usize];
                 parts.unacked -= 1;
                 self.out.push_back(NicOutput::Acked { msg: chunk.msg, retransmitted, all: parts.unacked == 0 });
+                if m.cfg.verb == Verb::Send && chunk.windowed && parts.unacked == 1 {
+                    // Every WRITE of a SEND message has completed: its closing SEND
+                    // with immediate goes next, on the QP of lowest latency.
+                    let id = m.record(chunk.msg, 0, 0, false);
+                    m.chunks[id as usize].send = true;
+                    m.pending.push_front(id);
+                }
                 !m.pending.is_empty()
             }
             AppEvent::Failed => {
@@ -532,7 +583,7 @@ mod tests {
     use super::*;
 
     fn state(balancer: Balancer, qps: u32) -> Maestro {
-        let cfg = MaestroConfig { chunk: 100, balancer, small: 8, max_wrs: 8, probe_interval: Dur::from_us(10), post_cost: Dur::ZERO };
+        let cfg = MaestroConfig { chunk: 100, balancer, small: 8, max_wrs: 8, probe_interval: Dur::from_us(10), post_cost: Dur::ZERO, verb: Verb::Write };
         Maestro::new(cfg, qps)
     }
 

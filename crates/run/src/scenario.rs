@@ -579,6 +579,7 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
                 max_wrs: r.int("max_wrs", 1, 4096)? as u32,
                 probe_interval: positive_duration(&mut r, "probe_interval")?,
                 post_cost,
+                verb: fabricsim_nic::Verb::from_name(&r.choose("verb")?).expect("choice() only returns allowed names"),
             };
             TransportSpec::Maestro(MaestroSpec {
                 paths,
