@@ -172,6 +172,11 @@ pub struct QpPath {
     pub reposted: u64,
     /// Time its worker thread spent posting work requests, picoseconds.
     pub post_busy_ps: u64,
+    /// A source port it is to move to once nothing of it is in flight (path
+    /// re-selection): meanwhile the balancer gives it nothing.
+    pub moving: Option<u16>,
+    /// Times it moved to a new source port.
+    pub moves: u64,
 }
 
 /// A QP's worker thread: it posts the work requests given to it one after the other.
@@ -221,8 +226,26 @@ impl Maestro {
         &self.cfg
     }
 
+    /// QPs the balancer may use: not failed, not moving to a new path.
     fn healthy(&self) -> impl Iterator<Item = u32> + '_ {
-        (0..self.paths.len() as u32).filter(|&q| !self.paths[q as usize].failed)
+        (0..self.paths.len() as u32).filter(|&q| self.usable(q))
+    }
+
+    fn usable(&self, q: u32) -> bool {
+        let p = &self.paths[q as usize];
+        !p.failed && p.moving.is_none()
+    }
+
+    /// Whether the connection has anything to do: chunks waiting or in flight.
+    pub fn busy(&self) -> bool {
+        !self.pending.is_empty() || self.paths.iter().any(|p| p.outstanding > 0)
+    }
+
+    /// Whether QP `q` may move now: a move is due and nothing of it is in flight or
+    /// with its worker.
+    fn ready_to_move(&self, q: usize) -> bool {
+        let p = &self.paths[q];
+        p.moving.is_some() && p.outstanding == 0 && self.workers[q].posting.is_empty()
     }
 
     /// The healthy QP of lowest latency; a QP not yet measured first (it is
@@ -236,7 +259,7 @@ impl Maestro {
         let k = self.paths.len() as u32;
         match self.cfg.balancer {
             Balancer::RoundRobin => {
-                let q = (0..k).map(|i| (self.turn + i) % k).find(|&q| !self.paths[q as usize].failed)?;
+                let q = (0..k).map(|i| (self.turn + i) % k).find(|&q| self.usable(q))?;
                 self.turn = (q + 1) % k;
                 Some(q)
             }
@@ -252,7 +275,7 @@ impl Maestro {
                 for i in 0..k {
                     let q = (self.turn + i) % k;
                     let p = &self.paths[q as usize];
-                    if p.failed {
+                    if !self.usable(q) {
                         continue;
                     }
                     let f = finish(p);
@@ -437,6 +460,73 @@ impl Nic {
         self.ready(now, ep, wire);
     }
 
+    /// Chunk `chunk` of a message, acknowledged on QP `qp` of connection `conn`: the
+    /// counters and the message's parts follow, a SEND's closing work request is
+    /// queued once its WRITEs are done. Returns whether chunks wait for a slot.
+    fn account_acked(&mut self, conn: usize, qp: usize, chunk: Chunk, retransmitted: u64) -> bool {
+        let m = self.conns[conn].maestro.as_deref_mut().expect("a Maestro connection");
+        let p = &mut m.paths[qp];
+        p.chunks += 1;
+        p.bytes += chunk.len;
+        if chunk.windowed {
+            m.alive -= 1;
+        }
+        let parts = &mut self.parts[chunk.msg as usize];
+        parts.unacked -= 1;
+        self.out.push_back(NicOutput::Acked { msg: chunk.msg, retransmitted, all: parts.unacked == 0 });
+        if m.cfg.verb == Verb::Send && chunk.windowed && parts.unacked == 1 {
+            // Every WRITE of a SEND message has completed: its closing SEND with
+            // immediate goes next, on the QP of lowest latency.
+            let id = m.record(chunk.msg, 0, 0, false);
+            m.chunks[id as usize].send = true;
+            m.pending.push_front(id);
+        }
+        !m.pending.is_empty()
+    }
+
+    /// QP `qp` (requester `ep`) of connection `conn` takes source port `sport`: a new
+    /// path, whose bandwidth and latency the monitor has yet to learn.
+    fn rebind(&mut self, conn: usize, qp: usize, ep: u32, sport: u16) {
+        let m = self.conns[conn].maestro.as_deref_mut().expect("a Maestro connection");
+        let p = &mut m.paths[qp];
+        p.moving = None;
+        p.moves += 1;
+        p.bandwidth = 0.0;
+        p.latency = None;
+        p.last_sample = None;
+        match &mut self.eps[ep as usize] {
+            AnyEndpoint::RoceRequester(r) => r.set_sport(sport),
+            _ => unreachable!("Maestro's QPs are RoCE"),
+        }
+    }
+
+    /// Moves QP `qp` of Maestro connection `conn` to UDP source port `sport` (a path
+    /// re-selection): at once if nothing of it is in flight, else once its chunks in
+    /// flight are acknowledged; until then the balancer gives it nothing.
+    pub fn move_qp<W: Wire>(&mut self, now: Time, conn: u32, qp: u32, sport: u16, wire: &mut W) {
+        let m = self.maestro_mut(conn);
+        if m.paths[qp as usize].failed {
+            return;
+        }
+        m.paths[qp as usize].moving = Some(sport);
+        if m.ready_to_move(qp as usize) {
+            let ep = self.conns[conn as usize].first_ep + 2 * qp;
+            self.rebind(conn as usize, qp as usize, ep, sport);
+            self.dispatch(now, conn, wire);
+        }
+    }
+
+    /// The UDP source port QP `qp` of connection `conn` sends from now, and the one
+    /// it is moving to, if any.
+    pub fn qp_sport(&self, conn: u32, qp: u32) -> (u16, Option<u16>) {
+        let c = &self.conns[conn as usize];
+        let moving = c.maestro.as_deref().and_then(|m| m.paths[qp as usize].moving);
+        match &self.eps[(c.first_ep + 2 * qp) as usize] {
+            AnyEndpoint::RoceRequester(r) => (r.sport(), moving),
+            _ => unreachable!("Maestro's QPs are RoCE"),
+        }
+    }
+
     /// An event of QP `qp` of Maestro connection `conn` about chunk `id` (or the QP's
     /// failure): message-level outputs queued, the monitor fed. Returns whether chunks
     /// may now be dispatched.
@@ -484,33 +574,31 @@ impl Nic {
                     let bw = chunk.len as f64 / (now - start).as_secs_f64();
                     p.bandwidth = if p.bandwidth > 0.0 { p.bandwidth * (1.0 - EWMA) + bw * EWMA } else { bw };
                 }
+                if m.ready_to_move(qp) {
+                    // Nothing of it in flight now: it takes its new path.
+                    let sport = m.paths[qp].moving.take().expect("a move due");
+                    let ep = c.first_ep + 2 * qp as u32;
+                    m.paths[qp].probing = false;
+                    self.rebind(conn, qp, ep, sport);
+                    if chunk.msg != PROBE {
+                        self.account_acked(conn, qp, chunk, retransmitted);
+                    }
+                    return true;
+                }
                 if chunk.msg == PROBE {
-                    p.probing = false;
+                    m.paths[qp].probing = false;
                     return false;
                 }
-                p.chunks += 1;
-                p.bytes += chunk.len;
-                if chunk.windowed {
-                    m.alive -= 1;
-                }
-                let parts = &mut self.parts[chunk.msg as usize];
-                parts.unacked -= 1;
-                self.out.push_back(NicOutput::Acked { msg: chunk.msg, retransmitted, all: parts.unacked == 0 });
-                if m.cfg.verb == Verb::Send && chunk.windowed && parts.unacked == 1 {
-                    // Every WRITE of a SEND message has completed: its closing SEND
-                    // with immediate goes next, on the QP of lowest latency.
-                    let id = m.record(chunk.msg, 0, 0, false);
-                    m.chunks[id as usize].send = true;
-                    m.pending.push_front(id);
-                }
-                !m.pending.is_empty()
+                self.account_acked(conn, qp, chunk, retransmitted)
             }
+
             AppEvent::Failed => {
                 // A CQE error: the QP is out, and what it had not completed goes back
                 // to the head of the queue, in order.
                 // Those its worker has not posted yet come after those it has.
                 let p = &mut m.paths[qp];
                 p.failed = true;
+                p.moving = None;
                 p.outstanding = 0;
                 p.probing = false;
                 let waiting: Vec<u32> = m.workers[qp].posting.drain(..).map(|(_, id)| id).collect();
@@ -542,8 +630,10 @@ impl Nic {
 /// Picks `k` of `candidates` (UDP source ports in the order drawn) whose paths share as
 /// few links as possible: greedily, pick `i` the candidate whose path (`trace(i,
 /// port)`: the links it crosses for the QP of that pick, `None` if it has none)
-/// overlaps least with those already picked, the first drawn on ties. Returns fewer
-/// than `k` only if fewer candidates have paths.
+/// overlaps least with those already picked, the first drawn on ties. Overlap counts
+/// each link once per picked path on it, so that with more QPs than disjoint paths
+/// the extra QPs spread evenly (two per spine for 8 QPs over 4, not three on one).
+/// Returns fewer than `k` only if fewer candidates have paths.
 pub fn disjoint_ports(candidates: &[u16], k: usize, trace: impl Fn(usize, u16) -> Option<Vec<u32>>) -> Vec<u16> {
     let mut used: Vec<u32> = Vec::new();
     let mut picked: Vec<u16> = Vec::new();
@@ -553,13 +643,19 @@ pub fn disjoint_ports(candidates: &[u16], k: usize, trace: impl Fn(usize, u16) -
             .iter()
             .filter(|s| !picked.contains(s))
             .filter_map(|&s| Some((s, trace(i, s)?)))
-            .map(|(s, links)| (links.iter().filter(|l| used.contains(l)).count(), s, links))
+            .map(|(s, links)| (overlap(&links, &used), s, links))
             .min_by_key(|&(shared, _, _)| shared);
         let Some((_, s, links)) = best else { break };
         used.extend(links);
         picked.push(s);
     }
     picked
+}
+
+/// How many times the links of `path` appear in `used` (the links of the paths picked
+/// so far, each path's listed once).
+pub fn overlap(path: &[u32], used: &[u32]) -> usize {
+    path.iter().map(|l| used.iter().filter(|u| *u == l).count()).sum()
 }
 
 /// Links that more than one of `ports`' paths cross (counted once per extra path).
@@ -583,7 +679,15 @@ mod tests {
     use super::*;
 
     fn state(balancer: Balancer, qps: u32) -> Maestro {
-        let cfg = MaestroConfig { chunk: 100, balancer, small: 8, max_wrs: 8, probe_interval: Dur::from_us(10), post_cost: Dur::ZERO, verb: Verb::Write };
+        let cfg = MaestroConfig {
+            chunk: 100,
+            balancer,
+            small: 8,
+            max_wrs: 8,
+            probe_interval: Dur::from_us(10),
+            post_cost: Dur::ZERO,
+            verb: Verb::Write,
+        };
         Maestro::new(cfg, qps)
     }
 
@@ -639,6 +743,11 @@ mod tests {
         assert_eq!(disjoint_ports(&[1, 2, 3, 4, 5], 2, paths), [1, 3]);
         assert_eq!(disjoint_ports(&[1, 2, 3, 4, 5], 3, paths), [1, 3, 2]);
         assert_eq!(disjoint_ports(&[1, 2, 3, 4, 5], 9, paths).len(), 4, "5 has no path");
+        // Two spines (first links 10 and 20), three ports each: four QPs go two and
+        // two, although every further port shares a link with a pick.
+        let spines = |_: usize, s: u16| Some(vec![if s < 4 { 10 } else { 20 }, 30 + s as u32, 99]);
+        let picked = disjoint_ports(&[1, 2, 3, 4, 5, 6], 4, spines);
+        assert_eq!(picked.iter().filter(|&&s| s < 4).count(), 2, "{picked:?}");
         assert_eq!(shared_links(&[1, 3], paths), 0);
         assert_eq!(shared_links(&[1, 2, 3], paths), 1);
     }

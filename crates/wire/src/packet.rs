@@ -104,7 +104,10 @@ pub mod opcode {
     }
     /// Whether `op` starts a message (its first or only packet: a work request's).
     pub fn starts_message(op: u8) -> bool {
-        matches!(op, RC_SEND_FIRST | RC_SEND_ONLY | RC_SEND_ONLY_IMM | RC_WRITE_FIRST | RC_WRITE_ONLY | RC_WRITE_ONLY_IMM)
+        matches!(
+            op,
+            RC_SEND_FIRST | RC_SEND_ONLY | RC_SEND_ONLY_IMM | RC_WRITE_FIRST | RC_WRITE_ONLY | RC_WRITE_ONLY_IMM
+        )
     }
     /// Whether `op` ends a message (the receiver completes it once all its bytes are in).
     pub fn ends_message(op: u8) -> bool {

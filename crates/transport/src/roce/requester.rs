@@ -93,6 +93,13 @@ impl RoceRequester {
         self.sport
     }
 
+    /// Moves the QP to UDP source port `sport` (a new 5-tuple, hence a new ECMP path):
+    /// Maestro re-binding a virtual path. Its packets from now on carry the new port;
+    /// call it when nothing is in flight, or the two paths reorder the QP's packets.
+    pub fn set_sport(&mut self, sport: u16) {
+        self.sport = sport;
+    }
+
     /// The current sending rate (line rate without congestion control).
     pub fn rate(&self) -> Rate {
         self.dcqcn.as_ref().map_or(self.info.port_rate, |d| d.rate())
