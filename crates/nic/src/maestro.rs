@@ -114,6 +114,19 @@ pub struct MaestroConfig {
     pub verb: Verb,
 }
 
+impl MaestroConfig {
+    /// The work requests a message of `size` bytes takes (probes aside): one for a
+    /// small message, else its chunks, and for a SEND one more, the closing SEND
+    /// with immediate.
+    pub fn parts(&self, size: u64) -> u32 {
+        if size <= self.small {
+            1
+        } else {
+            size.div_ceil(self.chunk).max(1) as u32 + u32::from(self.verb == Verb::Send)
+        }
+    }
+}
+
 /// Bytes of a latency probe (the paper's 2-byte probe message).
 pub const PROBE_BYTES: u64 = 2;
 
@@ -335,12 +348,7 @@ impl Nic {
     /// QPs due for a probe are probed.
     pub(crate) fn post_chunked<W: Wire>(&mut self, now: Time, conn: u32, msg: u32, size: u64, wire: &mut W) {
         let cfg = self.maestro_mut(conn).cfg;
-        // A large SEND has one part more: its closing SEND with immediate.
-        let n = if size <= cfg.small {
-            1
-        } else {
-            size.div_ceil(cfg.chunk).max(1) as u32 + u32::from(cfg.verb == Verb::Send)
-        };
+        let n = cfg.parts(size);
         self.parts[msg as usize] = crate::multiqp::Parts { unreceived: n, unacked: n };
         let m = self.maestro_mut(conn);
         let due: Vec<u32> = m
@@ -445,6 +453,9 @@ impl Nic {
         let chunk = &mut m.chunks[id as usize];
         chunk.posted = now;
         let Chunk { msg, offset, len, send, .. } = *chunk;
+        if let Some(log) = &mut self.handovers {
+            log.push((conn, q, msg, len));
+        }
         let queue = &mut c.msgs[q as usize];
         queue.push(id);
         let seq = queue.len() as u32 - 1;
@@ -514,6 +525,29 @@ impl Nic {
             self.rebind(conn as usize, qp as usize, ep, sport);
             self.dispatch(now, conn, wire);
         }
+    }
+
+    /// Keeps, from now, each Maestro chunk handed to its QP for
+    /// [`take_handovers`](Self::take_handovers) (a partitioned run: the copy that
+    /// receives a connection learns so which message each sequence number carries).
+    pub fn keep_handovers(&mut self) {
+        self.handovers = Some(Vec::new());
+    }
+
+    /// The chunks handed to their QPs since the last call, in order: `(connection,
+    /// qp, message, bytes)`.
+    pub fn take_handovers(&mut self) -> Vec<(u32, u32, u32, u64)> {
+        self.handovers.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// Records, on a copy of the world that only receives connection `conn`, that the
+    /// sender handed a chunk of `message` (`len` bytes) to QP `qp` as its next work
+    /// request (a [`take_handovers`](Self::take_handovers) entry of the sender's copy).
+    pub fn book_handover(&mut self, conn: u32, qp: u32, message: u32, len: u64) {
+        let c = &mut self.conns[conn as usize];
+        let m = c.maestro.as_deref_mut().expect("a Maestro connection");
+        let id = m.record(message, 0, len, false);
+        c.msgs[qp as usize].push(id);
     }
 
     /// The UDP source port QP `qp` of connection `conn` sends from now, and the one
