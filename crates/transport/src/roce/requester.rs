@@ -16,10 +16,13 @@ struct Outgoing {
     msg: Message,
     first_psn: u32,
     npkts: u32,
-    retx: u64,
+    /// Packets of it sent more than once (u32 with `send` keeps the record 40 bytes).
+    retx: u32,
     /// A SEND ending with immediate data (else an RDMA WRITE).
     send: bool,
 }
+
+const _: () = assert!(std::mem::size_of::<Outgoing>() <= 40);
 
 impl Outgoing {
     fn end_psn(&self) -> u32 {
@@ -117,7 +120,7 @@ impl RoceRequester {
         let retransmission = psn < self.high_psn;
         let out = &mut self.msgs[idx];
         if retransmission {
-            out.retx += 1;
+            out.retx = out.retx.saturating_add(1);
         }
         let mtu = self.info.mtu as u64;
         let k = (psn - out.first_psn) as u64;
@@ -176,7 +179,7 @@ impl RoceRequester {
             if front.end_psn() > self.snd_una {
                 break;
             }
-            self.events.push_back(AppEvent::Acked { seq: front.msg.seq, retransmitted: front.retx });
+            self.events.push_back(AppEvent::Acked { seq: front.msg.seq, retransmitted: front.retx as u64 });
             self.msgs.pop_front();
         }
         self.restart_rto(now);
@@ -197,7 +200,7 @@ impl RoceRequester {
 
 impl Endpoint for RoceRequester {
     fn unacked_retransmissions(&self, out: &mut Vec<(u32, u64)>) {
-        out.extend(self.msgs.iter().map(|m| (m.msg.seq, m.retx)));
+        out.extend(self.msgs.iter().map(|m| (m.msg.seq, m.retx as u64)));
     }
 
     fn on_packet(&mut self, now: Time, pkt: &Packet) {
