@@ -127,7 +127,13 @@ impl Sim {
         }
         let qps = self.nic.qps_of(conn as usize);
         let mut used: Vec<u32> = Vec::new();
-        let mut taken: Vec<u16> = (0..qps).map(|q| self.nic.qp_sport(conn, q).0).collect();
+        // Ports in use or being moved to are not candidates.
+        let mut taken: Vec<u16> = Vec::new();
+        for q in 0..qps {
+            let (port, moving) = self.nic.qp_sport(conn, q);
+            taken.push(port);
+            taken.extend(moving);
+        }
         for q in 0..qps {
             let failed = self.nic.maestro(conn).is_some_and(|m| m.paths[q as usize].failed);
             let (now_port, moving) = self.nic.qp_sport(conn, q);
