@@ -166,3 +166,29 @@ def test_maestro_chunks_are_ordinary_roce_writes_on_k_source_ports(tmp_path):
     probes = [r for r in data if r[0] == "10"]
     assert [int(r[3]) for r in probes] == [2] * 4
     assert s["data_packets_sent"] == len(data) == 4 * 14
+
+
+@needs_tshark
+def test_a_maestro_send_is_write_chunks_then_a_send_only_with_immediate(tmp_path):
+    # verb = "send": the same four 50 KB WRITE chunks at their offsets, then, after
+    # every chunk is acknowledged, one SEND Only with Immediate (opcode 5): no RETH,
+    # no payload, a 4-byte ImmDt (the message's id, 0), on one of the QPs' ports.
+    out, s = run_captured(tmp_path, "host[0]", kind="maestro", topo="leaf_spine",
+                          topo_keys="leaves = 2\nspines = 4\nhosts_per_leaf = 1", fabric="",
+                          transport_keys='paths = 4\nchunk = "50000B"\nverb = "send"', dst=1, size="200000B")
+    rows = tshark(out / "capture.pcap", "frame.time_epoch", "infiniband.bth.opcode", "udp.srcport", "udp.dstport",
+                  "infiniband.reth.dmalen", "frame.len", "infiniband.immdt")
+    data = [r for r in rows if r[3] == "4791" and r[1] in ("5", "6", "7", "8", "10")]
+    sends = [r for r in data if r[1] == "5"]
+    assert len(sends) == 1, sends
+    send = sends[0]
+    # (Wireshark lists the ImmDt field twice, hence the last columns.)
+    assert send[4] == "" and set(send[6:]) == {"00000000"}, send
+    # Ethernet 14 + IPv6 40 + UDP 8 + BTH 12 + ImmDt 4 + ICRC 4: no RETH, no payload.
+    assert int(send[5]) == 82, send
+    ports = pd.read_parquet(out / "paths.parquet")
+    assert int(send[2]) in set(ports["ev"]), "on one of the QPs"
+    writes = [r for r in data if r[1] in ("6", "7", "8")]
+    assert sorted(int(r[4]) for r in writes if r[1] == "6") == [50000] * 4
+    assert float(send[0]) >= max(float(r[0]) for r in writes), "after every chunk"
+    assert s["data_packets_sent"] == len(data) == 4 * 14 + 1

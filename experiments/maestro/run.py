@@ -2,7 +2,7 @@
 CSV per figure into ``results/`` beside this script.
 
     python experiments/maestro/run.py                  # everything, about a minute on 2 cores
-    python experiments/maestro/run.py fig8 comparison  # some of: fig8 fig9 fig10 fig12c comparison
+    python experiments/maestro/run.py fig8 comparison  # some of: fig8 fig9 fig10 fig12c fig12d comparison
     python experiments/maestro/run.py --jobs 1         # on one core (default: every core)
 
 The scenarios come from ``fabricsim.papers.maestro``; ``crates/run/tests/maestro.rs``
@@ -69,6 +69,17 @@ def fig12c() -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def fig12d() -> pd.DataFrame:
+    """Paths appearing during a run, with and without path re-selection, seeds 1-16."""
+    points = [{"reselect": rs, "seed": seed} for rs in (True, False) for seed in range(1, 17)]
+    out = []
+    for p, r in runs("fig12d", maestro.path_detection, points):
+        rows = maestro.spine_loads(r)
+        out.append({**p, "fct_us": r.flows["fct_ns"].iloc[0] / 1e3, "moves": int(rows["moves"].sum()),
+                    "min_qp_share": float(rows["bytes"].min() / rows["bytes"].sum())})
+    return pd.DataFrame(out)
+
+
 def comparison() -> pd.DataFrame:
     """Maestro beside the other transports on a permutation and an all-reduce, seeds 1-3."""
     points = [{"transport": t, "workload": w, "seed": seed} for w in ("permutation", "all_reduce")
@@ -77,7 +88,8 @@ def comparison() -> pd.DataFrame:
                          for p, r in runs("comparison", maestro.comparison, points)])
 
 
-EXPERIMENTS = {"fig8": fig8, "fig9": fig9, "fig10": fig10, "fig12c": fig12c, "comparison": comparison}
+EXPERIMENTS = {"fig8": fig8, "fig9": fig9, "fig10": fig10, "fig12c": fig12c, "fig12d": fig12d,
+               "comparison": comparison}
 
 
 def main(argv: List[str]) -> None:

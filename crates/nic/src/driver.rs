@@ -104,6 +104,7 @@ impl Nic {
             }
             NicEvent::Rx(host) => self.received(now, host, wire),
             NicEvent::Tx { host, port } => self.serve(now, host, port, wire),
+            NicEvent::Post(ep) => self.posted(now, ep, wire),
         }
     }
 

@@ -232,6 +232,8 @@ impl Nic {
                 // Which message each of its sequence numbers carries (for the
                 // retransmissions of messages not yet acknowledged).
                 std::mem::swap(&mut self.conns[c].msgs, &mut other.conns[c].msgs);
+                // And Maestro's sender state: the path monitor the results report.
+                std::mem::swap(&mut self.conns[c].maestro, &mut other.conns[c].maestro);
             }
         }
         self.misdelivered += other.misdelivered;

@@ -46,7 +46,7 @@ pub mod rnic;
 pub mod security;
 
 pub use endpoints::EndpointPlace;
-pub use maestro::{Balancer, MaestroConfig};
+pub use maestro::{Balancer, MaestroConfig, Verb};
 pub use multiqp::Split;
 pub use wire::{NicEvent, Wire};
 
@@ -149,6 +149,9 @@ pub struct Nic {
     pub(crate) host_eps: Vec<Vec<u32>>,
     pub(crate) conns: Vec<multiqp::ConnState>,
     pub(crate) parts: Vec<multiqp::Parts>,
+    /// Maestro chunks handed to their QPs, `(connection, qp, message or probe,
+    /// bytes)`, kept for a partitioned run's receiving copies (`None`: not kept).
+    pub(crate) handovers: Option<Vec<(u32, u32, u32, u64)>>,
     pub(crate) out: VecDeque<NicOutput>,
     /// Packets that arrived for no endpoint of their host.
     pub misdelivered: u64,
@@ -182,6 +185,7 @@ impl Nic {
             conns: Vec::new(),
             parts: vec![multiqp::Parts::default(); messages],
             out: VecDeque::new(),
+            handovers: None,
             misdelivered: 0,
             rnic: Vec::new(),
             rx_queue: Vec::new(),

@@ -82,11 +82,17 @@ impl Nic {
     /// Records that message `msg` of `size` bytes goes on connection `conn`: cuts it
     /// into parts and numbers each in its QP's sequence. A copy of the world that only
     /// receives the message (a partition) calls this alone; [`post`](Self::post) calls
-    /// it too. Returns `(qp, bytes, sequence)` per part. Not for a Maestro connection,
-    /// whose chunks get their QPs as the sender's state decides (a run refuses
-    /// partitions for it).
+    /// it too. Returns `(qp, bytes, sequence)` per part. For a Maestro connection it only
+    /// counts the message's parts (none returned): which QP carries each chunk the
+    /// sender's copy decides as it runs and reports ([`Nic::take_handovers`]).
     pub fn book(&mut self, conn: u32, msg: u32, size: u64) -> Vec<(u32, u64, u32)> {
         let c = &mut self.conns[conn as usize];
+        if let Some(m) = &c.maestro {
+            // Its chunks' QPs come with the sender's handovers (`book_handover`).
+            let n = m.config().parts(size);
+            self.parts[msg as usize] = crate::multiqp::Parts { unreceived: n, unacked: n };
+            return Vec::new();
+        }
         let parts: Vec<(u32, u64, u32)> = c
             .split
             .parts(size, c.qps)

@@ -27,6 +27,9 @@ pub enum NicEvent {
         /// Its NIC port.
         port: u8,
     },
+    /// Requester `n`'s posting worker (Maestro's worker thread of that QP) has done
+    /// the CPU work of the work request at the head of its queue: the NIC takes it.
+    Post(u32),
 }
 
 /// What a NIC needs from the network and the clock.

@@ -162,6 +162,10 @@ pub struct MaestroSpec {
     pub path_selection: PathSelection,
     /// Chunking, balancing and monitoring.
     pub policy: fabricsim_nic::MaestroConfig,
+    /// How often a busy connection's QPs' paths are traced again and a QP whose path
+    /// overlaps others' is moved to a candidate port of a better one (`None`: never;
+    /// only with hash or probe selection).
+    pub reselect_interval: Option<Dur>,
     /// Each QP's RoCE settings.
     pub roce: RoceConfig,
 }

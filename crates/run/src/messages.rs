@@ -195,6 +195,9 @@ impl Sim {
         }
         self.nic.post(now, c, m, size, &mut FabricWire { fabric: &mut self.fabric, q: &mut self.q });
         self.drain_nic(now);
+        if !self.reselect.is_empty() {
+            self.arm_reselect(now, c);
+        }
     }
 
     /// Another partition started message `m`, which this one receives.

@@ -475,7 +475,9 @@ pub fn path_table(sim: &Sim) -> Table {
             ),
         )
         .push("failed", m(|p| u64::from(p.failed)))
-        .push("reposted", m(|p| p.reposted));
+        .push("reposted", m(|p| p.reposted))
+        .push("post_busy_ns", m(|p| p.post_busy_ps / 1000))
+        .push("moves", m(|p| p.moves));
     t
 }
 

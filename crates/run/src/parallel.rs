@@ -57,13 +57,6 @@ pub(crate) fn check(sim: &Sim) -> Result<(), ScenarioError> {
             format!("{n} partitions need links with a delay (topology.link_delay is 0): partitions synchronise every link delay"),
         ));
     }
-    let own = sim.scenario.workload_transports.iter().flatten();
-    if std::iter::once(&sim.scenario.transport).chain(own).any(|t| t.kind() == crate::factory::TransportKind::Maestro) {
-        return Err(ScenarioError::new(
-            "partitions",
-            format!("{n} partitions cannot run kind = \"maestro\": which QP carries a chunk is decided by the sender's path monitor as the run goes, so the receiving partition cannot know it. Use partitions = 1"),
-        ));
-    }
     let owner = partition::assign(&sim.fabric, n);
     let msgs = &sim.plan.messages;
     for (d, m) in msgs.iter().enumerate() {
@@ -151,6 +144,7 @@ pub(crate) fn run(sim: &mut Sim, progress: &mut dyn FnMut(&Progress) -> bool) ->
     let near: Vec<u8> = sim.fabric.ports.iter().map(|p| owner[p.node as usize]).collect();
     let receiver: Vec<u8> =
         sim.plan.messages.iter().map(|m| owner[sim.plan.conns[m.conn as usize].dst as usize]).collect();
+    let conn_receiver: Vec<u8> = sim.plan.conns.iter().map(|c| owner[c.dst as usize]).collect();
     let dest = |r: &Remote| -> usize {
         match *r {
             Remote::Frame { port, .. } => far[port as usize] as usize,
@@ -198,6 +192,13 @@ pub(crate) fn run(sim: &mut Sim, progress: &mut dyn FnMut(&Progress) -> bool) ->
                         for m in all[k].take_started() {
                             let to = receiver[m as usize] as usize;
                             all[to].started_remotely(m);
+                        }
+                        // Then which QP carries each Maestro chunk of them.
+                        for (conn, qp, m, len) in all[k].nic.take_handovers() {
+                            let to = conn_receiver[conn as usize] as usize;
+                            if to != k {
+                                all[to].nic.book_handover(conn, qp, m, len);
+                            }
                         }
                     }
                     for k in 0..all.len() {

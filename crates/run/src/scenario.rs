@@ -587,14 +587,28 @@ fn parse_transport_at(path: &str, v: &Value, line: Rate) -> Result<TransportSpec
                 ));
             }
             let balancer = r.choose("balancer")?;
+            let post_cost = r.duration_d("post_cost")?;
+            if post_cost > Dur::from_ms(1000) {
+                return Err(
+                    r.error("post_cost", format!("must be 0 to 1s (CPU time per work request), got {post_cost}"))
+                );
+            }
             let policy = fabricsim_nic::MaestroConfig {
                 chunk,
                 balancer: fabricsim_nic::Balancer::from_name(&balancer).expect("choice() only returns allowed names"),
                 small: r.size_d("small")?,
-                max_wrs: r.int("max_wrs", 1, 4096)? as u32,
+                // auto: two per path, the paper's 8 for its 4 (see the catalog).
+                max_wrs: r.opt_int("max_wrs", 1, 4096)?.map_or(2 * paths, |n| n as u32),
                 probe_interval: positive_duration(&mut r, "probe_interval")?,
+                post_cost,
+                verb: fabricsim_nic::Verb::from_name(&r.choose("verb")?).expect("choice() only returns allowed names"),
             };
+            let reselect_interval = duration_or_none(&mut r, "reselect_interval")?;
+            if reselect_interval == Some(Dur::ZERO) {
+                return Err(r.error("reselect_interval", "must be longer than 0, or \"none\""));
+            }
             TransportSpec::Maestro(MaestroSpec {
+                reselect_interval,
                 paths,
                 path_selection: PathSelection::from_name(&selection).expect("choice() only returns allowed names"),
                 policy,

@@ -40,6 +40,8 @@ pub enum Event {
     Fault(u32),
     /// ECMP tables are recomputed around failed links.
     Reroute,
+    /// Maestro path re-selection `n` is due (see `reselect_interval`).
+    Reselect(u32),
 }
 
 // The event queue's nodes hold an event beside its time: up to 16 bytes they take half
@@ -160,6 +162,11 @@ pub struct Sim {
     pub(crate) sample_due: Option<Time>,
     /// The copies simulating the other partitions, until a partitioned run absorbs them.
     pub(crate) replicas: Vec<Sim>,
+    /// Maestro connections whose paths are re-selected during the run.
+    pub(crate) reselect: Vec<crate::world::Reselect>,
+    /// Per connection, its entry in `reselect` (`u32::MAX`: none; shorter than the
+    /// connections when the last have none).
+    pub(crate) reselect_of: Vec<u32>,
 }
 
 impl Sim {
@@ -382,6 +389,7 @@ impl Sim {
             Event::Start(m) => self.start(now, m),
             Event::Fault(i) => self.apply_fault(now, i as usize),
             Event::Reroute => self.fabric.reroute(),
+            Event::Reselect(i) => self.reselect(now, i),
         }
     }
 

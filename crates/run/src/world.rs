@@ -7,7 +7,7 @@ use crate::faults::resolve_faults;
 use crate::messages::{ideal_times, Dependencies, MsgState};
 use crate::sampling::{Sampler, ThroughputRows};
 use crate::scenario::Scenario;
-use crate::sim::{Event, Sim, DEEP_PREFETCH_PORTS};
+use crate::sim::{Event, FabricWire, Sim, DEEP_PREFETCH_PORTS};
 use crate::watchdog::Watchdog;
 use crate::ScenarioError;
 use fabricsim_engine::{Dur, EventQueue, Rng, Time};
@@ -54,7 +54,7 @@ fn maestro_ports(
     c: &fabricsim_workload::ConnSpec,
     spec: &factory::MaestroSpec,
     port_of: impl Fn(u32) -> u8,
-) -> Vec<u16> {
+) -> (Vec<u16>, Vec<u16>) {
     let mut rng = Rng::stream(sc.seed, &[0x3AE5, c.workload as u64, c.index as u64]);
     let mut draw = |n: usize, out: &mut Vec<u16>| {
         while out.len() < n {
@@ -67,7 +67,7 @@ fn maestro_ports(
     let k = spec.paths as usize;
     let trace = |i: usize, sport: u16| fabric.ecmp_trace(c.src, c.dst, port_of(i as u32), sport);
     let mut candidates = Vec::new();
-    match spec.path_selection {
+    let picked = match spec.path_selection {
         factory::PathSelection::Random => Vec::new(),
         factory::PathSelection::Hash => {
             draw(64.max(2 * k), &mut candidates);
@@ -84,6 +84,95 @@ fn maestro_ports(
             }
             picked
         }
+    };
+    (picked, candidates)
+}
+
+/// A Maestro connection whose paths are re-selected during the run (see
+/// `reselect_interval`).
+#[derive(Clone, Debug)]
+pub(crate) struct Reselect {
+    conn: u32,
+    src: u32,
+    dst: u32,
+    /// The source ports its set-up selection drew from.
+    candidates: Vec<u16>,
+    interval: Dur,
+    /// A [`Event::Reselect`](crate::sim::Event::Reselect) for it is queued.
+    pub(crate) armed: bool,
+}
+
+impl Sim {
+    /// Arms connection `conn`'s path re-selection, if it has one and it is not armed
+    /// (a message was posted on it).
+    pub(crate) fn arm_reselect(&mut self, now: Time, conn: u32) {
+        let Some(&i) = self.reselect_of.get(conn as usize) else { return };
+        if i == u32::MAX || self.reselect[i as usize].armed {
+            return;
+        }
+        self.reselect[i as usize].armed = true;
+        self.q.push(now + self.reselect[i as usize].interval, Event::Reselect(i));
+    }
+
+    /// Re-selection `i` is due: while its connection is busy, each QP's path is
+    /// traced on the tables as they stand, and a QP whose path shares more links with
+    /// the paths of the QPs before it than a candidate port's would is moved there
+    /// (the candidate sharing fewest; ties to the first drawn). Re-armed while busy.
+    pub(crate) fn reselect(&mut self, now: Time, i: u32) {
+        let r = &mut self.reselect[i as usize];
+        r.armed = false;
+        let (conn, src, dst) = (r.conn, r.src, r.dst);
+        if !self.nic.maestro(conn).is_some_and(|m| m.busy()) {
+            return;
+        }
+        let qps = self.nic.qps_of(conn as usize);
+        let mut used: Vec<u32> = Vec::new();
+        // Ports in use or being moved to are not candidates.
+        let mut taken: Vec<u16> = Vec::new();
+        for q in 0..qps {
+            let (port, moving) = self.nic.qp_sport(conn, q);
+            taken.push(port);
+            taken.extend(moving);
+        }
+        for q in 0..qps {
+            let failed = self.nic.maestro(conn).is_some_and(|m| m.paths[q as usize].failed);
+            let (now_port, moving) = self.nic.qp_sport(conn, q);
+            if failed {
+                continue;
+            }
+            let nic = self.nic.place_of(conn as usize, q).first_port;
+            let trace = |s: u16| self.fabric.ecmp_trace(src, dst, nic, s);
+            let shared = |links: &[u32]| fabricsim_nic::maestro::overlap(links, &used);
+            let port = moving.unwrap_or(now_port);
+            let here = trace(port);
+            let cost = here.as_deref().map_or(usize::MAX, shared);
+            let mut best: Option<(usize, u16, Vec<u32>)> = None;
+            if cost > 0 {
+                for &c in &self.reselect[i as usize].candidates {
+                    if taken.contains(&c) {
+                        continue;
+                    }
+                    if let Some(links) = trace(c) {
+                        let n = shared(&links);
+                        if n < cost && best.as_ref().is_none_or(|b| n < b.0) {
+                            best = Some((n, c, links));
+                        }
+                    }
+                }
+            }
+            match best {
+                Some((_, c, links)) => {
+                    used.extend(links);
+                    taken.push(c);
+                    self.nic.move_qp(now, conn, q, c, &mut FabricWire { fabric: &mut self.fabric, q: &mut self.q });
+                    self.drain_nic(now);
+                }
+                None => used.extend(here.unwrap_or_default()),
+            }
+        }
+        self.reselect[i as usize].armed = true;
+        let at = now + self.reselect[i as usize].interval;
+        self.q.push(at, Event::Reselect(i));
     }
 }
 
@@ -159,6 +248,7 @@ impl Sim {
         check_message_sizes(&scenario, &plan.messages)?;
         let mut nic = Nic::new(fabric.hosts(), nics_per_host, plan.messages.len());
         let mut star = crate::star::Choices::new(&scenario, &plan, fabric.hosts());
+        let (mut reselect, mut reselect_of) = (Vec::new(), Vec::new());
         for (ci, c) in plan.conns.iter().enumerate() {
             let transport = scenario.transport_of(c.workload);
             let all_ports = transport.spans_all_ports();
@@ -180,7 +270,24 @@ impl Sim {
             ctx.star = star.choose(transport, c);
             check_delay_target(&scenario, c, transport, ctx.base_rtt)?;
             let sports = match transport {
-                factory::TransportSpec::Maestro(m) => maestro_ports(&fabric, &scenario, c, m, |i| place(i).first_port),
+                factory::TransportSpec::Maestro(m) => {
+                    let (ports, candidates) = maestro_ports(&fabric, &scenario, c, m, |i| place(i).first_port);
+                    if let (Some(interval), false) =
+                        (m.reselect_interval, m.path_selection == factory::PathSelection::Random)
+                    {
+                        reselect_of.resize(ci, u32::MAX);
+                        reselect_of.push(reselect.len() as u32);
+                        reselect.push(Reselect {
+                            conn: ci as u32,
+                            src: c.src,
+                            dst: c.dst,
+                            candidates,
+                            interval,
+                            armed: false,
+                        });
+                    }
+                    ports
+                }
                 _ => pinned_port(&fabric, &scenario, c, first_port)?.into_iter().collect(),
             };
             let conn = nic.add_connection(
@@ -277,6 +384,8 @@ impl Sim {
             next_local: None,
             sample_due: None,
             replicas: Vec::new(),
+            reselect,
+            reselect_of,
         };
         Ok(sim)
     }
@@ -306,6 +415,8 @@ impl Sim {
     pub(crate) fn make_partition(&mut self, owner: &[u8], me: u8) -> Option<Dur> {
         let lookahead = self.fabric.set_partition(owner, me);
         self.part = Some((owner.to_vec(), me));
+        // Maestro's receivers learn from the senders' copies which QP carries a chunk.
+        self.nic.keep_handovers();
         self.seed_events();
         self.refresh_next();
         lookahead

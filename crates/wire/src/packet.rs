@@ -34,8 +34,18 @@ pub const STH_BYTES: u32 = 24;
 /// Base Transport Header opcodes (InfiniBand Architecture Specification, table 38)
 /// and fabricsim's extensions in the manufacturer-specific range `0xC0..=0xFF`.
 pub mod opcode {
+    /// RC SEND first packet of a multi-packet message.
+    pub const RC_SEND_FIRST: u8 = 0x00;
+    /// RC SEND middle packet.
+    pub const RC_SEND_MIDDLE: u8 = 0x01;
+    /// RC SEND last packet.
+    pub const RC_SEND_LAST: u8 = 0x02;
+    /// RC SEND last packet with immediate data.
+    pub const RC_SEND_LAST_IMM: u8 = 0x03;
     /// RC SEND only.
     pub const RC_SEND_ONLY: u8 = 0x04;
+    /// RC SEND of a single-packet message with immediate data.
+    pub const RC_SEND_ONLY_IMM: u8 = 0x05;
     /// RC RDMA WRITE first packet of a multi-packet message.
     pub const RC_WRITE_FIRST: u8 = 0x06;
     /// RC RDMA WRITE middle packet.
@@ -90,15 +100,21 @@ pub mod opcode {
 
     /// Whether `op` is a data-carrying RDMA WRITE (or SEND) packet.
     pub fn is_data(op: u8) -> bool {
-        matches!(op, RC_SEND_ONLY | RC_WRITE_FIRST..=RC_WRITE_ONLY_IMM | STAR_RDP | STAR_SDP)
+        matches!(op, RC_SEND_FIRST..=RC_WRITE_ONLY_IMM | STAR_RDP | STAR_SDP)
     }
     /// Whether `op` starts a message (its first or only packet: a work request's).
     pub fn starts_message(op: u8) -> bool {
-        matches!(op, RC_SEND_ONLY | RC_WRITE_FIRST | RC_WRITE_ONLY | RC_WRITE_ONLY_IMM)
+        matches!(
+            op,
+            RC_SEND_FIRST | RC_SEND_ONLY | RC_SEND_ONLY_IMM | RC_WRITE_FIRST | RC_WRITE_ONLY | RC_WRITE_ONLY_IMM
+        )
     }
     /// Whether `op` ends a message (the receiver completes it once all its bytes are in).
     pub fn ends_message(op: u8) -> bool {
-        matches!(op, RC_SEND_ONLY | RC_WRITE_LAST | RC_WRITE_LAST_IMM | RC_WRITE_ONLY | RC_WRITE_ONLY_IMM)
+        matches!(
+            op,
+            RC_SEND_LAST..=RC_SEND_ONLY_IMM | RC_WRITE_LAST | RC_WRITE_LAST_IMM | RC_WRITE_ONLY | RC_WRITE_ONLY_IMM
+        )
     }
 }
 

@@ -82,6 +82,22 @@ def background(balancer: str, seed: int = 1, size: str = "20MB") -> Dict[str, An
     return sc
 
 
+def path_detection(reselect: bool, seed: int = 1, size: str = "20MB") -> Dict[str, Any]:
+    """Fig. 12d: spines 2 and 3 cut from leaf 0 at the start (ECMP reroutes within 50
+    us, before the flow starts), spine 2 back at 1 ms, spine 3 at 2 ms; one 20 MB
+    Maestro flow from a 40 Gb/s host over 10 Gb/s core links, with path re-selection
+    (every 1 ms, the default) or without (``reselect_interval = "none"``)."""
+    sc = testbed(seed)
+    sc["fabric"] = {"reroute_after": "50us"}
+    sc["transport"] = {"kind": "maestro"} if reselect else {"kind": "maestro", "reselect_interval": "none"}
+    sc["workload"] = [{"kind": "flows", "flows": [{"src": 0, "dst": 1, "size": size, "start": "100us"}]}]
+    sc["faults"] = [{"at": "0us", "kind": "link_down", "link": "leaf[0].up[2]"},
+                    {"at": "0us", "kind": "link_down", "link": "leaf[0].up[3]"},
+                    {"at": "1ms", "kind": "link_up", "link": "leaf[0].up[2]"},
+                    {"at": "2ms", "kind": "link_up", "link": "leaf[0].up[3]"}]
+    return sc
+
+
 def comparison(transport: str, workload: str, seed: int = 1) -> Dict[str, Any]:
     """Maestro beside the other transports: a 16-host leaf-spine (4 leaves, 4 spines,
     100 Gb/s hosts, 2:1 oversubscribed core of 50 Gb/s links, lossless), a random

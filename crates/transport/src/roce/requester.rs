@@ -16,8 +16,13 @@ struct Outgoing {
     msg: Message,
     first_psn: u32,
     npkts: u32,
-    retx: u64,
+    /// Packets of it sent more than once (u32 with `send` keeps the record 40 bytes).
+    retx: u32,
+    /// A SEND ending with immediate data (else an RDMA WRITE).
+    send: bool,
 }
+
+const _: () = assert!(std::mem::size_of::<Outgoing>() <= 40);
 
 impl Outgoing {
     fn end_psn(&self) -> u32 {
@@ -72,9 +77,30 @@ impl RoceRequester {
         }
     }
 
+    /// Queues `msg` as an RC SEND with immediate data (the message's key): `SEND Only
+    /// with Immediate`, or `SEND First`, `Middle`s and `SEND Last with Immediate`, no
+    /// RETH (the responder places it in its next receive buffer). Maestro ends a large
+    /// SEND with an empty one; [`Endpoint::post`] queues a WRITE.
+    pub fn post_send(&mut self, msg: Message) {
+        self.post_verb(msg, true);
+    }
+
+    fn post_verb(&mut self, msg: Message, send: bool) {
+        let npkts = msg.len.div_ceil(self.info.mtu as u64).max(1) as u32;
+        self.msgs.push_back(Outgoing { msg, first_psn: self.next_msg_psn, npkts, retx: 0, send });
+        self.next_msg_psn += npkts;
+    }
+
     /// The UDP source port its packets carry (the entropy ECMP hashes).
     pub fn sport(&self) -> u16 {
         self.sport
+    }
+
+    /// Moves the QP to UDP source port `sport` (a new 5-tuple, hence a new ECMP path):
+    /// Maestro re-binding a virtual path. Its packets from now on carry the new port;
+    /// call it when nothing is in flight, or the two paths reorder the QP's packets.
+    pub fn set_sport(&mut self, sport: u16) {
+        self.sport = sport;
     }
 
     /// The current sending rate (line rate without congestion control).
@@ -94,7 +120,7 @@ impl RoceRequester {
         let retransmission = psn < self.high_psn;
         let out = &mut self.msgs[idx];
         if retransmission {
-            out.retx += 1;
+            out.retx = out.retx.saturating_add(1);
         }
         let mtu = self.info.mtu as u64;
         let k = (psn - out.first_psn) as u64;
@@ -102,11 +128,15 @@ impl RoceRequester {
         let payload = out.msg.len.saturating_sub(offset).min(mtu) as u32;
         let last = psn + 1 == out.end_psn();
         let first = k == 0;
-        let op = match (first, last) {
-            (true, true) => opcode::RC_WRITE_ONLY,
-            (true, false) => opcode::RC_WRITE_FIRST,
-            (false, true) => opcode::RC_WRITE_LAST,
-            (false, false) => opcode::RC_WRITE_MIDDLE,
+        let op = match (out.send, first, last) {
+            (false, true, true) => opcode::RC_WRITE_ONLY,
+            (false, true, false) => opcode::RC_WRITE_FIRST,
+            (false, false, true) => opcode::RC_WRITE_LAST,
+            (false, false, false) => opcode::RC_WRITE_MIDDLE,
+            (true, true, true) => opcode::RC_SEND_ONLY_IMM,
+            (true, true, false) => opcode::RC_SEND_FIRST,
+            (true, false, true) => opcode::RC_SEND_LAST_IMM,
+            (true, false, false) => opcode::RC_SEND_MIDDLE,
         };
         let mut pkt = Packet {
             net: NetHdr {
@@ -121,7 +151,14 @@ impl RoceRequester {
             payload,
             ..Default::default()
         };
-        if first {
+        if out.send {
+            // A SEND consumes a receive at the responder (no RETH); its last packet
+            // carries the message's key as immediate data.
+            if last {
+                pkt.hdrs |= hdr::IMM;
+                pkt.imm = out.msg.rkey;
+            }
+        } else if first {
             pkt.hdrs |= hdr::RETH;
             pkt.reth = Reth { va: out.msg.va, rkey: out.msg.rkey, len: out.msg.len.min(u32::MAX as u64) as u32 };
         }
@@ -142,7 +179,7 @@ impl RoceRequester {
             if front.end_psn() > self.snd_una {
                 break;
             }
-            self.events.push_back(AppEvent::Acked { seq: front.msg.seq, retransmitted: front.retx });
+            self.events.push_back(AppEvent::Acked { seq: front.msg.seq, retransmitted: front.retx as u64 });
             self.msgs.pop_front();
         }
         self.restart_rto(now);
@@ -163,7 +200,7 @@ impl RoceRequester {
 
 impl Endpoint for RoceRequester {
     fn unacked_retransmissions(&self, out: &mut Vec<(u32, u64)>) {
-        out.extend(self.msgs.iter().map(|m| (m.msg.seq, m.retx)));
+        out.extend(self.msgs.iter().map(|m| (m.msg.seq, m.retx as u64)));
     }
 
     fn on_packet(&mut self, now: Time, pkt: &Packet) {
@@ -218,9 +255,7 @@ impl Endpoint for RoceRequester {
     }
 
     fn post(&mut self, _now: Time, msg: Message) {
-        let npkts = msg.len.div_ceil(self.info.mtu as u64).max(1) as u32;
-        self.msgs.push_back(Outgoing { msg, first_psn: self.next_msg_psn, npkts, retx: 0 });
-        self.next_msg_psn += npkts;
+        self.post_verb(msg, false);
     }
 
     fn poll_transmit(&mut self, now: Time, _port: u8) -> Poll {
