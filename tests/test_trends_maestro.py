@@ -28,6 +28,14 @@ def test_fig8_more_paths_than_spines_hold_the_access_rate():
     assert bandwidth(8) > 0.95 * bandwidth(4)
 
 
+@pytest.mark.xfail(strict=True, reason="paths not a multiple of the spines: with 6 QPs over 4 spines two spines "
+                   "carry two QPs and two carry one; the shared spines' queues draw ECN marks and DCQCN cuts "
+                   "those QPs (32.5 Gb/s against 38.3 with 4 or 8 paths; 36.3 with cc = none); the paper's "
+                   "throughput holds")
+def test_fig8_paths_not_a_multiple_of_the_spines_hold_the_access_rate():
+    assert bandwidth(6) > 0.95 * bandwidth(4)
+
+
 def test_fig12c_proportional_load_follows_free_capacity():
     r = fabricsim.run(maestro.background("proportional"))
     rows = maestro.spine_loads(r)
