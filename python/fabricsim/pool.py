@@ -51,10 +51,11 @@ _BOOT = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN)\n
          "os._exit(0)\n")
 
 
-#: A worker's environment: this process's, with OpenBLAS (numpy's) held to one thread. A
-#: worker does no linear algebra, and starting a thread per core at numpy's import was a
-#: third of the processor time of its start.
-_WORKER_ENV = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+def worker_env() -> dict:
+    """A worker's environment: this process's as it is now, with OpenBLAS (numpy's)
+    held to one thread. A worker does no linear algebra, and starting a thread per core
+    at numpy's import was a third of the processor time of its start."""
+    return {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
 
 
 def default_jobs() -> int:
@@ -88,7 +89,7 @@ class _Worker:
         try:
             self.proc = subprocess.Popen([sys.executable, "-c", _BOOT, str(task_r), str(result_w)],
                                          pass_fds=(task_r, result_w), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                         env=_WORKER_ENV)
+                                         env=worker_env())
         except BaseException:
             for fd in (task_r, task_w, result_r, result_w):
                 os.close(fd)
