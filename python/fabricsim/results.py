@@ -53,6 +53,7 @@ def _arrow(columns: Sequence[Tuple[str, Any]], port_names: Optional[List[str]] =
     the :data:`_NULLABLE` columns, text as pandas' ``string``; with ``port_names``, the
     ports' ``port`` category (codes ``port_id``) after the first column."""
     cols: List[Tuple[str, pa.Array, arrow.Described]] = []
+    port_ids = None
     for name, col in columns:
         if isinstance(col, list):
             cols.append((name, arrow.strings(col), arrow.STRING))
@@ -64,9 +65,11 @@ def _arrow(columns: Sequence[Tuple[str, Any]], port_names: Optional[List[str]] =
             cols.append((name, arrow.numbers(values, valid=values >= 0), arrow.NULLABLE_INT))
         else:
             cols.append((name, arrow.numbers(values), arrow.described(values)))
+        if name == "port_id":
+            port_ids = values
     if port_names is not None:
-        ids = next(np.frombuffer(col[1], dtype=np.dtype(col[0])) for name, col in columns if name == "port_id")
-        cols.insert(1, ("port",) + arrow.category(ids, port_names))
+        assert port_ids is not None, "the ports table has a port_id column"
+        cols.insert(1, ("port",) + arrow.category(port_ids, port_names))
     return arrow.table(cols)
 
 

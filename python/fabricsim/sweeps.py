@@ -274,12 +274,15 @@ def _param_column(values: List[Any]) -> Tuple[Any, Any]:
 
     from . import _arrow as arrow
 
+    numbers = None
     if all(isinstance(v, bool) for v in values):
-        return arrow.numbers(np.array(values, dtype=bool)), ("bool", "bool", None)
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return arrow.numbers(np.array(values, dtype=np.int64)), ("int64", "int64", None)
-    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-        return arrow.numbers(np.array([float(v) for v in values], dtype=np.float64)), ("float64", "float64", None)
+        numbers = np.array(values, dtype=bool)
+    elif all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        numbers = np.array(values, dtype=np.int64)
+    elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        numbers = np.array([float(v) for v in values], dtype=np.float64)
+    if numbers is not None:
+        return arrow.numbers(numbers), arrow.described(numbers)
     texts = [v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str) for v in values]
     return arrow.strings(texts), arrow.STRING
 
@@ -321,7 +324,7 @@ def table(pts: Sequence[Point], states: Sequence[Optional[Dict[str, Any]]]):
                          arrow.NULLABLE_INT))
         else:
             floats = np.array([np.nan if v is None else float(v) for v in vals], dtype=np.float64)
-            cols.append((c, arrow.numbers(floats), ("float64", "float64", None)))
+            cols.append((c, arrow.numbers(floats), arrow.described(floats)))
     return arrow.table(cols)
 
 

@@ -231,7 +231,7 @@ pub fn parse(text: &str) -> Result<HtsimTopology, String> {
         "Oversubscribed",
     )?;
     let d1line = tier[1].radix_down.expect("checked").1;
-    let u0line = tier[0].radix_up.expect("checked").1;
+    let (tor_up, u0line) = tier[0].radix_up.expect("checked");
     let gbps = |g: u64| Rate::gbps(g);
     let fits = |v: u64, key: &str, line: usize| -> Result<u32, String> {
         u32::try_from(v).ok().filter(|&v| v <= 1 << 20).ok_or_else(|| format!("line {line}, {key}: {v} is too large"))
@@ -245,10 +245,10 @@ pub fn parse(text: &str) -> Result<HtsimTopology, String> {
                 down[1]
             ));
         }
-        if tier[0].radix_up.expect("checked").0 != spines {
+        if tor_up != spines {
             return Err(format!(
                 "line {u0line}, Radix_Up: {} uplinks per ToR, but the file makes {spines} spines and each ToR has one link to every spine",
-                tier[0].radix_up.expect("checked").0
+                tor_up
             ));
         }
         TopologySpec::LeafSpine {
@@ -270,10 +270,10 @@ pub fn parse(text: &str) -> Result<HtsimTopology, String> {
                 down[1]
             ));
         }
-        if tier[0].radix_up.expect("checked").0 != aggs_per_pod {
+        if tor_up != aggs_per_pod {
             return Err(format!(
                 "line {u0line}, Radix_Up: {} uplinks per ToR, but each ToR has one link to each of the {aggs_per_pod} aggregation switches of its pod",
-                tier[0].radix_up.expect("checked").0
+                tor_up
             ));
         }
         let (up1, u1line) = tier[1].radix_up.expect("checked");

@@ -60,13 +60,7 @@ pub fn check_shots(flows: &[DagFlow], shots: &[MultiShot]) -> Result<(), String>
     }
     topological_order(flows)?;
     let n = flows.len();
-    let mut waiting: Vec<u32> = flows.iter().map(|f| f.deps.len() as u32).collect();
-    let mut dependents: Vec<Vec<u32>> = vec![Vec::new(); n];
-    for (i, f) in flows.iter().enumerate() {
-        for &(d, _) in &f.deps {
-            dependents[d as usize].push(i as u32);
-        }
-    }
+    let (mut waiting, dependents) = dependency_graph(flows);
     let mut fires: Vec<Vec<u32>> = vec![Vec::new(); n];
     for (s, shot) in shots.iter().enumerate() {
         for &a in &shot.activators {
@@ -121,17 +115,23 @@ pub fn check_shots(flows: &[DagFlow], shots: &[MultiShot]) -> Result<(), String>
     unreachable!("a flow that never runs waits for a multishot target that never runs")
 }
 
-/// An order of `flows` in which every flow comes after its dependencies (the list's
-/// own order where it allows), or the origin of a flow on a cycle.
-pub fn topological_order(flows: &[DagFlow]) -> Result<Vec<u32>, String> {
-    let n = flows.len();
-    let mut waiting: Vec<u32> = flows.iter().map(|f| f.deps.len() as u32).collect();
-    let mut dependents: Vec<Vec<u32>> = vec![Vec::new(); n];
+/// Per flow, how many dependencies it waits for, and the flows that wait for it.
+fn dependency_graph(flows: &[DagFlow]) -> (Vec<u32>, Vec<Vec<u32>>) {
+    let waiting = flows.iter().map(|f| f.deps.len() as u32).collect();
+    let mut dependents: Vec<Vec<u32>> = vec![Vec::new(); flows.len()];
     for (i, f) in flows.iter().enumerate() {
         for &(d, _) in &f.deps {
             dependents[d as usize].push(i as u32);
         }
     }
+    (waiting, dependents)
+}
+
+/// An order of `flows` in which every flow comes after its dependencies (the list's
+/// own order where it allows), or the origin of a flow on a cycle.
+pub fn topological_order(flows: &[DagFlow]) -> Result<Vec<u32>, String> {
+    let n = flows.len();
+    let (mut waiting, dependents) = dependency_graph(flows);
     // Kahn's algorithm with the smallest ready index first: the list's order when
     // it is already topological.
     let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<u32>> =
